@@ -1,0 +1,48 @@
+# zerochess: the two set-up commands are `make demo` and `make test`.
+# Both create .venv, install PyTorch ($(TORCH_SPEC)), the project and
+# Debian's stockfish when missing, then run.
+#
+# GPU users: choose the torch build with TORCH_SPEC, e.g.
+#   make demo TORCH_SPEC="torch==2.13.0 --index-url <your CUDA wheel index>"
+# On a CPU-only machine of this project's kind the default takes the CPU wheel.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+TORCH_SPEC ?= torch==2.13.0
+PYTEST_ARGS ?=
+DEMO_ARGS ?=
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.zerochess-installed
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: demo test install stockfish bench clean
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet $(TORCH_SPEC)
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+stockfish:
+	@if command -v stockfish >/dev/null || test -x /usr/games/stockfish; then \
+	  echo "stockfish: found"; \
+	else \
+	  echo "stockfish: installing Debian's package"; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq stockfish; \
+	fi
+
+install: $(STAMP) stockfish
+
+demo: install
+	$(VENV)/bin/zerochess demo $(DEMO_ARGS)
+
+test: install
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: install
+	$(PY) -m pip install --quiet -e '.[bench]'
+	$(PY) bench/search.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

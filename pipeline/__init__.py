@@ -1,0 +1,1 @@
+"""zerochess pipeline: configuration, self-play, storage, training, evaluation and the CLI."""

@@ -1,0 +1,185 @@
+"""Saving and loading :class:`~models.net.AlphaZeroNet` checkpoints.
+
+A checkpoint is ``torch.save`` of :func:`models.net.net_state` (format
+``"zerochess-net/1"``: config dict + state dict). Writes are atomic (temporary
+file in the target directory, fsync, ``os.replace``, directory fsync), so a
+reader never sees a half-written checkpoint. Reads use
+``torch.load(weights_only=True)``: a file holding arbitrary pickled objects is
+refused rather than executed. Every error names the file.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from models.net import (
+    AlphaZeroNet,
+    ArchitectureMismatchError,
+    NetConfig,
+    NetStateError,
+    config_from_state,
+    load_weights_into,
+    net_from_state,
+    net_state,
+)
+
+__all__ = [
+    "CHECKPOINT_FILE_MODE",
+    "CheckpointError",
+    "CheckpointNotFoundError",
+    "save_net",
+    "load_net",
+    "load_net_config",
+    "load_weights",
+]
+
+CHECKPOINT_FILE_MODE = 0o644
+"""Permissions given to written checkpoints (temp files are created 0600)."""
+
+PathLike = str | os.PathLike[str]
+
+
+class CheckpointError(ValueError):
+    """A file is not a readable zerochess network checkpoint; the message names it."""
+
+
+class CheckpointNotFoundError(CheckpointError, FileNotFoundError):
+    """The checkpoint file does not exist (also a ``FileNotFoundError``)."""
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Flush ``directory``'s entries to disk (no-op where unsupported, e.g. Windows)."""
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
+    try:
+        fd = os.open(directory, flags)
+    except OSError:
+        return
+    try:
+        with suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def save_net(net: nn.Module, path: PathLike) -> Path:
+    """Atomically write ``net`` (config + weights) to ``path``; return the path.
+
+    Parent directories are created if needed. On any failure the temporary
+    file is removed and an existing checkpoint at ``path`` is left intact.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    state = net_state(net)
+    tmp = tempfile.NamedTemporaryFile(
+        dir=target.parent, prefix=f".{target.name}.", suffix=".tmp", delete=False
+    )
+    try:
+        with tmp:
+            torch.save(state, tmp)
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        os.chmod(tmp.name, CHECKPOINT_FILE_MODE)
+        os.replace(tmp.name, target)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(tmp.name)
+        raise
+    _fsync_directory(target.parent)
+    return target
+
+
+def _read_state(path: PathLike) -> Any:
+    """Return the unpickled (weights-only, CPU) content of ``path``.
+
+    Raises:
+        CheckpointNotFoundError: ``path`` does not exist.
+        CheckpointError: the bytes are not a weights-only torch file.
+    """
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed below
+    except FileNotFoundError as exc:
+        raise CheckpointNotFoundError(f"checkpoint file not found: {os.fspath(path)}") from exc
+    with handle:
+        try:
+            return torch.load(handle, map_location="cpu", weights_only=True)
+        except Exception as exc:  # torch.load fails in many ways on bad bytes
+            raise CheckpointError(
+                f"{os.fspath(path)}: not a zerochess checkpoint (unreadable torch file: "
+                f"{type(exc).__name__}: {_describe_load_failure(exc)})"
+            ) from exc
+
+
+def _describe_load_failure(exc: BaseException) -> str:
+    """Return a short description of a ``torch.load`` failure.
+
+    torch's weights-only refusal suggests retrying with ``weights_only=False``;
+    that advice is wrong here (the file is corrupt or foreign), so drop it.
+    """
+    text = str(exc).strip()
+    if text.startswith("Weights only load failed"):
+        return "weights-only unpickling refused the content (corrupt bytes or non-tensor objects)"
+    return text.splitlines()[0] if text else ""
+
+
+def _config(state: Any, path: PathLike) -> NetConfig:
+    """Validate the checkpoint content's format and return its config."""
+    try:
+        return config_from_state(state)
+    except NetStateError as exc:
+        raise CheckpointError(f"{os.fspath(path)}: not a zerochess checkpoint ({exc})") from exc
+
+
+def load_net_config(path: PathLike) -> NetConfig:
+    """Return the :class:`NetConfig` stored in the checkpoint at ``path``.
+
+    Raises:
+        CheckpointNotFoundError / CheckpointError: see :func:`load_net`.
+    """
+    return _config(_read_state(path), path)
+
+
+def load_net(path: PathLike, device: torch.device | str | None = None) -> AlphaZeroNet:
+    """Rebuild the network stored at ``path`` (eval mode, on ``device`` or CPU).
+
+    Raises:
+        CheckpointNotFoundError: the file does not exist.
+        CheckpointError: corrupt/truncated file, foreign pickle, wrong format.
+        ArchitectureMismatchError: the weights do not fit the stored config
+            (message names the file, the parameters and both shapes).
+    """
+    state = _read_state(path)
+    _config(state, path)
+    try:
+        return net_from_state(state, device)
+    except ArchitectureMismatchError as exc:
+        raise ArchitectureMismatchError(exc.mismatches, os.fspath(path)) from exc
+    except NetStateError as exc:
+        raise CheckpointError(f"{os.fspath(path)}: not a zerochess checkpoint ({exc})") from exc
+
+
+def load_weights(net: nn.Module, path: PathLike) -> NetConfig:
+    """Load the weights stored at ``path`` into an existing, configured ``net``.
+
+    Returns the checkpoint's config. Weights of the two policy encodings are
+    interchangeable (identical parameters), so only shapes are compared.
+
+    Raises:
+        CheckpointNotFoundError / CheckpointError: see :func:`load_net`.
+        ArchitectureMismatchError: the checkpoint's architecture differs; the
+            message names the file, its config, each parameter and both shapes.
+    """
+    state = _read_state(path)
+    config = _config(state, path)
+    source = f"{os.fspath(path)} (checkpoint config {config.to_dict()})"
+    try:
+        load_weights_into(net, state.get("state_dict"), source=source)
+    except NetStateError as exc:
+        raise CheckpointError(f"{os.fspath(path)}: not a zerochess checkpoint ({exc})") from exc
+    return config

@@ -1,0 +1,57 @@
+"""The ``zerochess`` command line (also ``python -m pipeline``).
+
+Each subcommand lives in :mod:`pipeline.commands` and is imported only when
+it runs, so ``zerochess --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+# name -> (module under pipeline.commands, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("demo", "play a few self-play games with PUCT search and print them as PGN"),
+    "analyse": ("analyse", "search one position (FEN) and print the moves' visits, priors and values"),
+    "params": ("params", "validate params.yaml (plus --set overrides) and print the flattened config"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="zerochess",
+        description="AlphaZero for chess: self-play with PUCT search, training and evaluation.",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (module, help_text) in COMMANDS.items():
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        _command_module(module).add_arguments(command)
+    return parser
+
+
+def _command_module(module: str):  # noqa: ANN202 - a module object
+    return importlib.import_module(f"pipeline.commands.{module}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    module = _command_module(COMMANDS[args.command][0])
+    try:
+        return int(module.run(args))
+    except ValueError as error:
+        # Domain errors carry their context (file, key, FEN): show it plainly.
+        print(f"zerochess {args.command}: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,198 @@
+"""The one configuration of zerochess: typed dataclasses, values in ``params.yaml``.
+
+Every parameter is declared once, here or in the ``models`` dataclasses this
+module composes (``NetConfig``, ``SearchConfig``), and documented where it is
+declared.  ``params.yaml`` holds the values; the CLI (``--set key=value``),
+DVC (``params:``) and MLflow (flattened dotted keys) all read this same tree.
+Unknown keys and values of the wrong type are errors that name the key and
+the file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from models.net import NetConfig
+from models.search import SearchConfig
+
+
+class ConfigError(ValueError):
+    """A bad parameter: the message names the file, the dotted key and the value."""
+
+
+@dataclass(frozen=True)
+class SelfPlayConfig:
+    """Self-play games.
+
+    Attributes:
+        max_plies: a game reaching this many plies is adjudicated a draw.
+        seed: seed of the random generator for noise and temperature sampling.
+        device: ``auto`` (CUDA when present, else CPU), ``cpu`` or ``cuda``.
+    """
+
+    max_plies: int = 512
+    seed: int = 0
+    device: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.max_plies < 1:
+            raise ConfigError(f"selfplay.max_plies must be >= 1, got {self.max_plies!r}")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise ConfigError(f"selfplay.device must be auto, cpu or cuda, got {self.device!r}")
+
+
+@dataclass(frozen=True)
+class DemoConfig:
+    """The short self-play demo that ``make demo`` runs.
+
+    Attributes:
+        games: games played side by side (their leaves share each network batch).
+        max_plies: plies per demo game before it is adjudicated a draw.
+        simulations: simulations per move in the demo.
+    """
+
+    games: int = 4
+    max_plies: int = 60
+    simulations: int = 64
+
+    def __post_init__(self) -> None:
+        for name in ("games", "max_plies", "simulations"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"demo.{name} must be >= 1, got {getattr(self, name)!r}")
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole parameter tree (the sections of ``params.yaml``)."""
+
+    net: NetConfig = field(default_factory=NetConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
+    selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)
+    demo: DemoConfig = field(default_factory=DemoConfig)
+
+
+# ---------------------------------------------------------------------------
+# Building from plain data
+
+
+def from_dict(cls: type, data: Any, where: str = "", source: str = "<dict>") -> Any:
+    """Build dataclass ``cls`` from nested mappings, rejecting unknown keys and
+    values of the wrong type; validation errors name ``source`` and the key."""
+    prefix = f"{where}." if where else ""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: {where or 'top level'} must be a mapping, got {data!r}")
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        names = ", ".join(prefix + str(key) for key in unknown)
+        raise ConfigError(f"{source}: unknown key(s) {names}; valid keys: {', '.join(prefix + k for k in fields)}")
+    hints = typing.get_type_hints(cls)
+    kwargs = {name: _convert(hints[name], value, prefix + name, source) for name, value in data.items()}
+    try:
+        return cls(**kwargs)
+    except ConfigError:
+        raise
+    except ValueError as error:
+        raise ConfigError(f"{source}: {error}") from error
+
+
+def _convert(kind: Any, value: Any, key: str, source: str) -> Any:
+    if dataclasses.is_dataclass(kind):
+        return from_dict(kind, value, key, source)
+    origin = typing.get_origin(kind)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(kind)
+        if value is None and type(None) in options:
+            return None
+        kind = next(option for option in options if option is not type(None))
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{source}: {key} must be true or false, got {value!r}")
+        return value
+    if kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{source}: {key} must be an integer, got {value!r}")
+        return value
+    if kind is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{source}: {key} must be a number, got {value!r}")
+        return float(value)
+    if kind is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{source}: {key} must be a string, got {value!r}")
+        return value
+    raise ConfigError(f"{source}: {key} has an unsupported type {kind!r}")
+
+
+def to_dict(config: Any) -> dict[str, Any]:
+    """Nested plain data of a config (the shape of ``params.yaml``)."""
+    return dataclasses.asdict(config)
+
+
+def flatten(config: Any) -> dict[str, Any]:
+    """Dotted keys to scalar values, e.g. ``{"search.num_simulations": 200}``
+    (the MLflow params and DVC ``-S`` keys)."""
+    flat: dict[str, Any] = {}
+
+    def walk(data: dict[str, Any], prefix: str) -> None:
+        for key, value in data.items():
+            if isinstance(value, dict):
+                walk(value, f"{prefix}{key}.")
+            else:
+                flat[f"{prefix}{key}"] = value
+
+    walk(to_dict(config), "")
+    return flat
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str], source: str = "--set") -> dict[str, Any]:
+    """Apply ``key.sub=value`` strings (values parsed as YAML) to nested data."""
+    merged = _deep_copy(data)
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"{source}: expected key=value, got {item!r}")
+        parts = key.split(".")
+        node = merged
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"{source}: {key} does not name a section")
+        node[parts[-1]] = yaml.safe_load(raw)
+    return merged
+
+
+def _deep_copy(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: _deep_copy(v) if isinstance(v, dict) else v for k, v in data.items()}
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> Config:
+    """Load ``params.yaml`` (or the embedded defaults when ``path`` is None)."""
+    data: dict[str, Any] = {}
+    source = "<defaults>"
+    if path is not None:
+        source = str(path)
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as error:
+            raise ConfigError(f"cannot read params file {source}: {error.strerror}") from error
+        try:
+            loaded = yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            raise ConfigError(f"{source}: not valid YAML: {error}") from error
+        data = loaded if loaded is not None else {}
+    if overrides:
+        data = apply_overrides(data, overrides)
+    return from_dict(Config, data, "", source)
+
+
+def dump_yaml(config: Config) -> str:
+    """``params.yaml`` text for ``config``."""
+    return yaml.safe_dump(to_dict(config), sort_keys=False)

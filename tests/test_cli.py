@@ -1,0 +1,64 @@
+"""The zerochess command line, run as a user would."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import chess.pgn
+import io
+
+from pipeline.cli import COMMANDS, main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_help_lists_every_subcommand() -> None:
+    result = run_cli("--help")
+    assert result.returncode == 0
+    for name in COMMANDS:
+        assert name in result.stdout
+
+
+def test_params_prints_flattened_config(capsys) -> None:  # noqa: ANN001
+    assert main(["params", "--params", str(ROOT / "params.yaml")]) == 0
+    assert "search.num_simulations=200" in capsys.readouterr().out
+
+
+def test_bad_parameter_exits_2_with_the_key(capsys) -> None:  # noqa: ANN001
+    assert main(["params", "--params", "none", "--set", "search.num_simulations=-4"]) == 2
+    assert "search.num_simulations must be >= 1, got -4" in capsys.readouterr().err
+
+
+def test_analyse_finds_mate_with_uniform_priors(capsys) -> None:  # noqa: ANN001
+    fen = "6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1"
+    assert main(["analyse", "--params", "none", "--fen", fen, "--uniform", "--simulations", "300"]) == 0
+    assert "best=Ra8#" in capsys.readouterr().out
+
+
+def test_analyse_rejects_an_invalid_fen(capsys) -> None:  # noqa: ANN001
+    assert main(["analyse", "--params", "none", "--fen", "not a fen", "--uniform"]) == 2
+    assert "invalid FEN 'not a fen'" in capsys.readouterr().err
+
+
+def test_demo_prints_legal_games_in_pgn() -> None:
+    result = run_cli(
+        "demo", "--params", "none",
+        "--set", "net.blocks=1", "--set", "net.filters=8",
+        "--set", "demo.games=2", "--set", "demo.max_plies=6", "--set", "demo.simulations=8",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    text = io.StringIO(result.stdout)
+    games = [chess.pgn.read_game(text), chess.pgn.read_game(text)]
+    for game in games:
+        assert game is not None and not game.errors
+        assert len(list(game.mainline_moves())) == 6
+        assert game.headers["Result"] == "1/2-1/2" and game.headers["Termination"] == "max_plies"
+    assert "network evaluations" in result.stdout

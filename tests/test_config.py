@@ -1,0 +1,70 @@
+"""The one configuration: params.yaml, validation, overrides, flattening."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipeline.config import Config, ConfigError, flatten, load_config, to_dict
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_shipped_params_yaml_is_valid_and_complete() -> None:
+    load_config(ROOT / "params.yaml")
+    shipped = yaml.safe_load((ROOT / "params.yaml").read_text())
+    declared = to_dict(Config())
+    # Every declared key is written out, so params.yaml documents them all.
+    assert _keys(shipped) == _keys(declared)
+
+
+def _keys(tree: dict, prefix: str = "") -> set[str]:
+    keys = set()
+    for key, value in tree.items():
+        keys |= _keys(value, f"{prefix}{key}.") if isinstance(value, dict) else {prefix + key}
+    return keys
+
+
+def test_flatten_gives_dotted_scalar_keys() -> None:
+    flat = flatten(Config())
+    assert flat["search.num_simulations"] == 200
+    assert flat["net.policy_encoding"] == "az4672"
+    assert all(not isinstance(value, dict) for value in flat.values())
+
+
+def test_overrides_are_parsed_and_validated() -> None:
+    config = load_config(None, ["search.num_simulations=50", "net.policy_encoding=lc0_1858"])
+    assert config.search.num_simulations == 50
+    assert config.net.policy_encoding == "lc0_1858"
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("search.num_simulations=-1", "num_simulations.*-1"),
+        ("search.bogus=1", "unknown key.*search.bogus"),
+        ("bogus.key=1", "unknown key.*bogus"),
+        ("search.num_simulations=many", "search.num_simulations must be an integer.*many"),
+        ("net.blocks=2.5", "net.blocks must be an integer"),
+        ("search.fpu_mode=sideways", "fpu_mode"),
+        ("selfplay.device=tpu", "selfplay.device"),
+        ("search", "expected key=value"),
+    ],
+)
+def test_bad_values_name_the_key(override: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, [override])
+
+
+def test_errors_name_the_file(tmp_path: Path) -> None:
+    bad = tmp_path / "params.yaml"
+    bad.write_text("search:\n  num_simulations: 0\n")
+    with pytest.raises(ConfigError, match=str(bad)):
+        load_config(bad)
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "missing.yaml")
+    bad.write_text("search: [1, 2\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(bad)

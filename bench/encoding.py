@@ -116,25 +116,27 @@ def main() -> None:
         assert (encode_board(board) == history.encode(board)).all()
 
     def naive() -> int:
-        for board in boards:
-            naive_encode(board)
-        return len(boards)
+        for _ in range(4):
+            for board in boards:
+                naive_encode(board)
+        return 4 * len(boards)
 
     def scratch() -> int:
-        for board in boards:
-            encode_board(board)
-        return len(boards)
+        for _ in range(4):
+            for board in boards:
+                encode_board(board)
+        return 4 * len(boards)
 
     def cached() -> int:
-        for _ in range(8):
+        for _ in range(64):
             for history, board in pairs:
                 history.encode(board)
-        return 8 * len(pairs)
+        return 64 * len(pairs)
 
     def batched() -> int:
-        for _ in range(8):
+        for _ in range(32):
             encode_batch(batch)
-        return 8 * BATCH
+        return 32 * BATCH
 
     results = {
         "(a) naive piece_at + pop/push": rate(naive),
@@ -143,8 +145,10 @@ def main() -> None:
         f"(d) encode_batch of {BATCH}": rate(batched),
     }
     plies = [len(b.move_stack) for b in boards]
-    print(f"{len(boards)} positions, plies {min(plies)}..{max(plies)} (mean {statistics.mean(plies):.0f}), "
-          f"median of {REPEATS} repeats")
+    print(
+        f"{len(boards)} positions, plies {min(plies)}..{max(plies)} "
+        f"(mean {statistics.mean(plies):.0f}), median of {REPEATS} repeats"
+    )
     baseline = results["(a) naive piece_at + pop/push"]
     print(f"{'encoder':36s} {'encodings/s':>12s} {'vs (a)':>8s}")
     for name, value in results.items():

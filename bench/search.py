@@ -22,7 +22,8 @@ from collections.abc import Callable
 import chess
 import numpy as np
 
-from models.search import SearchConfig, UniformEvaluator, run_search
+from models.evaluation import UniformEvaluator
+from models.search import SearchConfig, run_search
 
 POSITIONS = [
     chess.STARTING_FEN,

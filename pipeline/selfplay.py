@@ -17,14 +17,8 @@ import chess
 import chess.pgn
 import numpy as np
 
-from models.search import (
-    EvalCache,
-    Evaluator,
-    GameTree,
-    SearchConfig,
-    run_searches,
-    select_move,
-)
+from models.evaluation import EvalCache, Evaluator
+from models.search import GameTree, SearchConfig, run_searches, select_move
 
 log = logging.getLogger(__name__)
 

@@ -194,8 +194,9 @@ def test_after_e4_black_view() -> None:
     }  # fmt: skip
     assert squares_of(planes[THEIR["K"]], black_view=True) == {"e1"}
     # Step 1: start position, still in black's view with black as "ours".
-    assert squares_of(planes[step_plane(1, OUR["P"])], black_view=True) == {f"{f}7" for f in "abcdefgh"}
-    assert squares_of(planes[step_plane(1, THEIR["P"])], black_view=True) == {f"{f}2" for f in "abcdefgh"}
+    rank7, rank2 = {f"{f}7" for f in "abcdefgh"}, {f"{f}2" for f in "abcdefgh"}
+    assert squares_of(planes[step_plane(1, OUR["P"])], black_view=True) == rank7
+    assert squares_of(planes[step_plane(1, THEIR["P"])], black_view=True) == rank2
     assert planes[step_plane(2, 0) : 112].sum() == 0
     assert_all(planes[COLOUR_PLANE], 1)
     assert_all(planes[MOVE_COUNT_PLANE], 1)
@@ -292,6 +293,21 @@ def test_repetition_planes() -> None:
     assert_all(planes[step_plane(1, REP1)], 1)  # after ...Ng1, seen once before
     np.testing.assert_array_equal(history.encode(board), planes)
     np.testing.assert_array_equal(planes, reference_encode(board))
+
+
+def test_unclean_castling_rights_and_null_moves() -> None:
+    board = chess.Board("4k3/8/8/8/8/8/8/4K3 w KQkq - 0 1")  # rights without rooks
+    history = PlaneHistory.from_board(board)
+    for move in ["e1e2", "e8e7", "e2e1", "e7e8", "0000", "0000"]:
+        board.push_uci(move)
+        history.push(board)
+        np.testing.assert_array_equal(history.encode(board), encode_board(board))
+        np.testing.assert_array_equal(history.encode(board), reference_encode(board))
+    assert history.repetitions() == 2 and board.is_repetition(3)
+    planes = encode_board(board)
+    assert planes[CASTLING_PLANES].sum() == 0
+    assert_all(planes[REP2], 1)
+    assert_all(planes[step_plane(1, REP1)], 0)  # after one null move: black to move, new
 
 
 def test_promotion() -> None:
@@ -393,7 +409,11 @@ def test_pop_empty_raises() -> None:
 
 @pytest.mark.parametrize(
     ("shape", "dtype"),
-    [((NUM_PLANES, 8), np.uint8), ((1, NUM_PLANES, 8, 8), np.uint8), ((NUM_PLANES, 8, 8), np.float32)],
+    [
+        ((NUM_PLANES, 8), np.uint8),
+        ((1, NUM_PLANES, 8, 8), np.uint8),
+        ((NUM_PLANES, 8, 8), np.float32),
+    ],
 )
 def test_encode_into_rejects_bad_buffer(shape: tuple[int, ...], dtype: type) -> None:
     board = chess.Board()
@@ -474,7 +494,8 @@ def test_batch_and_snapshots_equal_single(seed: int, plies: int) -> None:
     history = PlaneHistory.from_board(board)
     singles = [history.encode(board)]
     snapshots, metas = [history.snapshot()], [board_meta(board)]
-    items: list[tuple[PlaneHistory | np.ndarray, chess.Board]] = [(history.snapshot(), chess.Board())]
+    items: list[tuple[PlaneHistory | np.ndarray, chess.Board]]
+    items = [(history.snapshot(), chess.Board())]
     for move in game.move_stack:
         board.push(move)
         history.push(board)

@@ -11,15 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from models.encoding import encode_board
+from models.evaluation import EvalCache, EvaluationError, Leaf, UniformEvaluator, encode_leaves
 from models.search import (
-    EvalCache,
     GameTree,
-    Leaf,
     SearchConfig,
     SearchError,
-    UniformEvaluator,
     choose_move,
-    encode_leaves,
     run_search,
     run_searches,
     select_move,
@@ -255,9 +252,9 @@ def test_bad_inputs_raise_errors_that_name_the_value() -> None:
         SearchConfig(num_simulations=-5)
     with pytest.raises(SearchError, match="fpu_mode"):
         SearchConfig(fpu_mode="sideways")
-    with pytest.raises(SearchError, match="non-finite.*rnbqkbnr"):
+    with pytest.raises(EvaluationError, match="non-finite.*rnbqkbnr"):
         run_search(chess.Board(), BadEvaluator(), SearchConfig(num_simulations=4))
-    with pytest.raises(SearchError, match="outside"):
+    with pytest.raises(EvaluationError, match="outside"):
         run_search(chess.Board(), BadEvaluator(priors=0.1, value=3.0), SearchConfig(num_simulations=4))
     with pytest.raises(SearchError, match="finished game"):
         run_search(chess.Board("R5k1/5ppp/8/8/8/8/8/6K1 b - - 0 1"), UniformEvaluator(), SearchConfig())

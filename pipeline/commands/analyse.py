@@ -8,9 +8,10 @@ from dataclasses import replace
 import chess
 import numpy as np
 
-from models.evaluator import NetEvaluator
+from models.net_evaluator import NetEvaluator
 from models.net import AlphaZeroNet, pick_device
-from models.search import SearchError, UniformEvaluator, run_search
+from models.evaluation import UniformEvaluator
+from models.search import SearchError, run_search
 from pipeline.checkpoint import load_net
 from pipeline.commands.common import add_params_arguments, config_from_args
 

@@ -15,7 +15,7 @@ import torch
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from models.evaluator import NetEvaluator
+from models.net_evaluator import NetEvaluator
 from models.net import AlphaZeroNet, pick_device
 from pipeline.checkpoint import load_net
 from pipeline.commands.common import add_params_arguments, config_from_args

@@ -14,7 +14,7 @@ import torch
 
 from models.net import AlphaZeroNet
 from models.policy import get_policy_map
-from models.search import Leaf, encode_leaves
+from models.evaluation import Leaf, encode_leaves
 
 
 class NetEvaluator:

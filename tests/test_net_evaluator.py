@@ -1,0 +1,73 @@
+"""The network behind the search: priors over legal moves, batched, both encodings."""
+
+from __future__ import annotations
+
+import chess
+import numpy as np
+import pytest
+import torch
+
+from models.encoding import encode_board
+from models.evaluation import Leaf
+from models.net import AlphaZeroNet, NetConfig
+from models.net_evaluator import NetEvaluator
+from models.policy import get_policy_map
+from models.search import GameTree, SearchConfig, run_search, run_searches
+
+FENS = [
+    chess.STARTING_FEN,
+    "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R b KQkq - 0 1",
+    "8/1P4k1/8/8/8/8/6p1/K7 w - - 0 1",  # promotions both ways
+]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def tiny_net(encoding: str) -> AlphaZeroNet:
+    torch.manual_seed(0)
+    return AlphaZeroNet(NetConfig(blocks=1, filters=8, value_channels=4, value_hidden=16, policy_encoding=encoding))
+
+
+@pytest.mark.parametrize("encoding", ["az4672", "lc0_1858"])
+def test_priors_are_the_softmax_of_the_legal_logits(encoding: str) -> None:
+    net = tiny_net(encoding).eval()
+    evaluator = NetEvaluator(net)
+    policy_map = get_policy_map(encoding)
+    leaves = []
+    for fen in FENS:
+        board = chess.Board(fen)
+        tree = GameTree(board, SearchConfig(), needs_planes=True)
+        leaves.append(Leaf(board, list(board.legal_moves), tree._history.snapshot()))
+    results = evaluator.evaluate(leaves)
+    for leaf, (priors, value) in zip(leaves, results):
+        with torch.no_grad():
+            logits, expected_value = net(torch.from_numpy(encode_board(leaf.board)[None]))
+        legal = logits[0, torch.from_numpy(policy_map.indices(leaf.board, leaf.moves))]
+        np.testing.assert_allclose(priors, torch.softmax(legal.double(), 0).numpy(), rtol=1e-5, atol=1e-7)
+        assert value == pytest.approx(float(expected_value[0]), abs=1e-5)
+        assert priors.sum() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("encoding", ["az4672", "lc0_1858"])
+def test_search_with_a_network_returns_a_legal_move(encoding: str) -> None:
+    evaluator = NetEvaluator(tiny_net(encoding))
+    for fen in FENS:
+        board = chess.Board(fen)
+        result = run_search(board, evaluator, SearchConfig(num_simulations=40))
+        assert result.best_move in board.legal_moves
+        assert int(result.visits.sum()) == 40
+
+
+def test_many_games_share_network_batches() -> None:
+    evaluator = NetEvaluator(tiny_net("az4672"))
+    trees = [GameTree(chess.Board(fen), SearchConfig(num_simulations=24), needs_planes=True) for fen in FENS * 4]
+    for tree in trees:
+        tree.start(add_noise=True)
+    calls = run_searches(trees, evaluator)
+    assert evaluator.positions / calls > len(trees)

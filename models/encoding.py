@@ -351,6 +351,11 @@ class PlaneHistory:
         else:
             del self._counts[key]
 
+    def occurrences(self, key: Hashable) -> int:
+        """How many positions of the line have transposition key ``key``
+        (python-chess ``board._transposition_key()``); O(1)."""
+        return self._counts.get(key, 0)
+
     def repetitions(self) -> int:
         """How many times the current position occurred before in the line (0, 1, 2, ...)."""
         if not self._n:

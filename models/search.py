@@ -242,12 +242,6 @@ class GameTree:
         if not self.board.is_valid():
             raise SearchError(f"invalid position for search: {self.board.fen()} ({self.board.status()!r})")
         self._history = encoding.PlaneHistory.from_board(self.board)
-        self._key_counts: dict[Hashable, int] = {}
-        replay = self.board.root()
-        self._count_key(_position_key(replay))
-        for move in self.board.move_stack:
-            replay.push(move)
-            self._count_key(_position_key(replay))
         self.root = self._new_root(self.board)
         self._target = 0
         self._done = 0
@@ -259,12 +253,9 @@ class GameTree:
 
     # -- game line -------------------------------------------------------
 
-    def _count_key(self, key: Hashable) -> None:
-        self._key_counts[key] = self._key_counts.get(key, 0) + 1
-
     def _new_root(self, board: chess.Board) -> Node:
         key = _position_key(board)
-        node = Node(board.copy(stack=False), key, self._key_counts.get(key, 1) - 1)
+        node = Node(board.copy(stack=False), key, self._history.repetitions())
         if self.needs_planes:
             node.row = encoding.board_row(node.board, node.repetitions)
         return node
@@ -279,7 +270,6 @@ class GameTree:
             child = self.root.children[self.root.moves.index(move)]
         self.board.push(move)
         self._history.push(self.board)
-        self._count_key(_position_key(self.board))
         if child is None or child.pending:
             child = self._new_root(self.board)
         self.root = child
@@ -417,7 +407,7 @@ class GameTree:
         board = parent.board.copy(stack=False)
         board.push(move)
         key = _position_key(board)
-        repetitions = self._key_counts.get(key, 0) if board.halfmove_clock else 0
+        repetitions = self._history.occurrences(key) if board.halfmove_clock else 0
         if board.halfmove_clock:
             # path[0] is the root, already counted with the game's positions.
             repetitions += sum(1 for node, _ in path[1:] if node.key == key)

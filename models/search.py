@@ -140,10 +140,10 @@ class Node:
         self.repetitions = repetitions
         self.row: np.ndarray | None = None
         self.moves: list[chess.Move] | None = None
-        self.priors: np.ndarray | None = None
+        self.priors: list[float] | None = None
         self.children: list[Node | None] = []
-        self.child_n: np.ndarray = _EMPTY
-        self.child_w: np.ndarray = _EMPTY
+        self.child_n: list[float] = []
+        self.child_w: list[float] = []
         self.visits = 0
         self.value_sum = 0.0
         self.terminal_value: float | None = None
@@ -154,18 +154,19 @@ class Node:
         return self.priors is not None
 
     def expand(self, moves: list[chess.Move], priors: np.ndarray) -> None:
+        # Plain lists: per-child updates and the selection loop over ~30
+        # children are faster in Python than through numpy calls.
         self.moves = moves
-        self.priors = priors
+        self.priors = priors.tolist()
         self.children = [None] * len(moves)
-        self.child_n = np.zeros(len(moves))
-        self.child_w = np.zeros(len(moves))
+        self.child_n = [0.0] * len(moves)
+        self.child_w = [0.0] * len(moves)
 
     def q(self) -> float:
         """Mean value from this node's side to move (0 when unvisited)."""
         return self.value_sum / self.visits if self.visits else 0.0
 
 
-_EMPTY = np.zeros(0)
 
 
 @dataclass(frozen=True)
@@ -442,11 +443,13 @@ class GameTree:
             fpu = (node.value_sum / n_parent if n_parent else 0.0) - config.fpu_value
         else:
             fpu = config.fpu_value
-        child_n = node.child_n
-        # Q = W/N where visited, FPU elsewhere, without a masked divide.
-        q = (node.child_w + fpu * (child_n == 0.0)) / np.maximum(child_n, 1.0)
-        u = node.priors * (c * math.sqrt(max(n_parent, 1))) / (child_n + 1.0)
-        return int((q + u).argmax())
+        k = c * math.sqrt(max(n_parent, 1))
+        best_index, best_score = 0, -math.inf
+        for index, (prior, n, w) in enumerate(zip(node.priors, node.child_n, node.child_w)):
+            score = (w / n if n else fpu) + k * prior / (1.0 + n)
+            if score > best_score:
+                best_index, best_score = index, score
+        return best_index
 
     def _backup(self, path: list[tuple[Node, int]], leaf: Node, value: float) -> None:
         """Add ``value`` (leaf's side to move) along ``path``, undoing virtual loss."""
@@ -477,7 +480,7 @@ class GameTree:
         if len(node.priors) < 2 or eps == 0 or alpha == 0:
             return
         noise = self.rng.dirichlet(np.full(len(node.priors), alpha))
-        node.priors = (1.0 - eps) * node.priors + eps * noise
+        node.priors = ((1.0 - eps) * np.asarray(node.priors) + eps * noise).tolist()
 
     def result(self) -> SearchResult:
         """The root's visit counts, priors and value."""
@@ -485,15 +488,17 @@ class GameTree:
         if not root.expanded:
             raise SearchError(f"no search has run on {self.board.fen()}")
         assert root.moves is not None and root.priors is not None
-        visits = np.rint(root.child_n).astype(np.int64)
-        best = int(np.lexsort((-root.priors, -visits))[0])
+        child_n = np.asarray(root.child_n)
+        priors = np.asarray(root.priors)
+        visits = np.rint(child_n).astype(np.int64)
+        best = int(np.lexsort((-priors, -visits))[0])
         q_values = np.divide(
-            root.child_w, root.child_n, out=np.full(len(visits), np.nan), where=root.child_n > 0
+            np.asarray(root.child_w), child_n, out=np.full(len(visits), np.nan), where=child_n > 0
         )
         return SearchResult(
             moves=list(root.moves),
             visits=visits,
-            priors=root.priors.copy(),
+            priors=priors,
             root_value=root.q(),
             best_move=root.moves[best],
             q_values=q_values,

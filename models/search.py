@@ -47,8 +47,8 @@ class SearchConfig:
     """PUCT search parameters.
 
     Attributes:
-        num_simulations: simulations added per search (tree reuse keeps the
-            visits already under the new root on top of these).
+        num_simulations: visits at the root after a search; the visits kept
+            by tree reuse count towards them (lc0, KataGo).
         c_puct_init: c_init of AlphaZero's growing exploration constant
             ``c(s) = c_init + log((1 + N + c_base) / c_base)``.
         c_puct_base: c_base of that formula.
@@ -215,7 +215,9 @@ def terminal_value(board: chess.Board, moves: list[chess.Move], repetitions: int
 
 
 @dataclass
-class _Pending:
+class PendingLeaf:
+    """A leaf collected by :meth:`GameTree.collect`, waiting for its evaluation."""
+
     node: Node
     path: list[tuple[Node, int]]
     leaf: Leaf
@@ -277,10 +279,17 @@ class GameTree:
         self._game_rows = None
         self._target = self._done = self._in_flight = 0
 
+    def history_snapshot(self) -> np.ndarray:
+        """``(8, 14)`` uint64 rows of the game position's input planes."""
+        return self._history.snapshot()
+
     # -- search ----------------------------------------------------------
 
     def start(self, num_simulations: int | None = None, add_noise: bool = False) -> None:
-        """Begin a search of ``num_simulations`` (default: the config's)."""
+        """Begin a search until the root holds ``num_simulations`` visits
+        (default: the config's).  Visits kept by tree reuse count towards
+        them, as in lc0 and KataGo; a reused root that already holds more
+        gets no new simulations."""
         sims = self.config.num_simulations if num_simulations is None else num_simulations
         if sims < 0:
             raise SearchError(f"num_simulations must be >= 0, got {sims}")
@@ -289,7 +298,8 @@ class GameTree:
         self._noise = add_noise
         self._done = 0
         self._in_flight = 0
-        self._target = sims
+        kept = int(round(sum(self.root.child_n))) if self.root.expanded else 0
+        self._target = max(sims - kept, 0)
         if add_noise and self.root.expanded:
             self._add_noise(self.root)
 
@@ -305,7 +315,7 @@ class GameTree:
     def simulations_done(self) -> int:
         return self._done
 
-    def collect(self, max_leaves: int | None = None) -> list[_Pending]:
+    def collect(self, max_leaves: int | None = None) -> list[PendingLeaf]:
         """Select up to ``max_leaves`` new leaves (virtual loss keeps them apart).
 
         Leaves that are terminal or found in the cache are backed up at once.
@@ -316,7 +326,7 @@ class GameTree:
                 return []
             pending = self._reach_leaf(self.root, [])
             return [pending] if pending is not None else []
-        batch: list[_Pending] = []
+        batch: list[PendingLeaf] = []
         misses = 0
         while len(batch) < limit and self._done + self._in_flight < self._target:
             pending = self._simulate()
@@ -328,7 +338,7 @@ class GameTree:
                     break
         return batch
 
-    def deliver(self, pending: Sequence[_Pending], results: Sequence[tuple[np.ndarray, float]]) -> None:
+    def deliver(self, pending: Sequence[PendingLeaf], results: Sequence[tuple[np.ndarray, float]]) -> None:
         """Expand the leaves with the evaluator's output and back the values up."""
         if len(pending) != len(results):
             raise SearchError(f"evaluator returned {len(results)} results for {len(pending)} leaves")
@@ -349,7 +359,7 @@ class GameTree:
             self._in_flight -= 1
             self._backup(item.path, node, float(value))
 
-    def _simulate(self) -> _Pending | None:
+    def _simulate(self) -> PendingLeaf | None:
         """One selection from the root; returns a leaf that needs the network."""
         self._last_was_collision = False
         node = self.root
@@ -376,7 +386,7 @@ class GameTree:
             return None
         return self._reach_leaf(node, path)
 
-    def _reach_leaf(self, node: Node, path: list[tuple[Node, int]]) -> _Pending | None:
+    def _reach_leaf(self, node: Node, path: list[tuple[Node, int]]) -> PendingLeaf | None:
         """A leaf seen for the first time: terminal, cached, or sent to the network."""
         cached = self.cache.get(_cache_key(node)) if self.cache is not None else None
         moves = cached[0] if cached is not None else list(node.board.generate_legal_moves())
@@ -402,7 +412,7 @@ class GameTree:
         if node is not self.root:
             self._in_flight += 1
         history = self._leaf_history(node, path) if self.needs_planes else None
-        return _Pending(node, path, Leaf(node.board, moves, history))
+        return PendingLeaf(node, path, Leaf(node.board, moves, history))
 
     def _make_child(self, parent: Node, move: chess.Move, path: list[tuple[Node, int]]) -> Node:
         board = parent.board.copy(stack=False)
@@ -534,7 +544,7 @@ def run_searches(
         active = [tree for tree in trees if not tree.finished]
         if not active or (should_stop is not None and calls > 0 and should_stop()):
             return calls
-        owners: list[tuple[GameTree, list[_Pending]]] = []
+        owners: list[tuple[GameTree, list[PendingLeaf]]] = []
         leaves: list[Leaf] = []
         for tree in active:
             pending = tree.collect()

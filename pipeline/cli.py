@@ -1,7 +1,8 @@
 """The ``zerochess`` command line (also ``python -m pipeline``).
 
-Each subcommand lives in :mod:`pipeline.commands` and is imported only when
-it runs, so ``zerochess --help`` stays fast.
+Each subcommand lives in a module of :mod:`pipeline.commands` with
+``add_arguments(parser)`` and ``run(args) -> int``; commands that need Ray
+import it inside ``run``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("demo", "play a few self-play games with PUCT search and print them as PGN"),
     "analyse": ("analyse", "search one position (FEN) and print the moves' visits, priors and values"),
+    "selfplay": ("selfplay", "play self-play games on Ray actors and write (s, pi, z) Parquet shards"),
     "params": ("params", "validate params.yaml (plus --set overrides) and print the flattened config"),
 }
 

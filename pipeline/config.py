@@ -29,23 +29,81 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class SelfPlayConfig:
-    """Self-play games.
+    """Self-play games and the workers that play them.
 
     Attributes:
-        max_plies: a game reaching this many plies is adjudicated a draw.
-        seed: seed of the random generator for noise and temperature sampling.
+        games_per_task: games one worker task plays side by side (their
+            leaves share each network batch) and writes as one shard.
+        overlap_inference: split the games into two lanes so the network
+            evaluates one lane's leaves while the search works on the other's.
+            Worth it when the network runs on a GPU; on a 2-core CPU the two
+            compete for the cores (see ``bench/selfplay.py``).
+        max_plies: a game reaching this many plies ends as a draw
+            (termination ``max_plies``).
+        full_search_prob: playout cap randomization (KataGo): the share of
+            moves searched with ``search.num_simulations`` and recorded as
+            training targets; the others get ``fast_simulations``, no noise,
+            and are stored with ``full_search = false``.  1.0 turns it off.
+        fast_simulations: simulations of a fast (cheap) search.
+        resign_threshold: a side resigns when its root value stays below this
+            for ``resign_plies`` consecutive own moves; -1 disables resigning.
+        resign_plies: consecutive own moves below the threshold to resign.
+        resign_playthrough: share of games where resigning is disabled, to
+            measure how often a resignation would have been wrong.
+        start_positions: EPD or FEN file (one position a line, ``#`` starts a
+            comment) to draw start positions from; empty for the standard start.
+        random_plies: uniformly random moves played from the start position
+            before the game is recorded, for diversity.
+        seed: seed for noise, temperature sampling and start positions.
         device: ``auto`` (CUDA when present, else CPU), ``cpu`` or ``cuda``.
+        workers: self-play actors on Ray.
+        cpus_per_worker: Ray ``num_cpus`` of each actor.
+        gpus_per_worker: Ray ``num_gpus`` of each actor (fractions share a GPU).
+        threads_per_worker: ``torch.set_num_threads`` inside each actor.
+        max_restarts: Ray restarts of a dead actor.
+        max_task_retries: Ray retries of a task whose actor died.
     """
 
+    games_per_task: int = 64
+    overlap_inference: bool = False
     max_plies: int = 512
+    full_search_prob: float = 0.25
+    fast_simulations: int = 32
+    resign_threshold: float = -0.95
+    resign_plies: int = 3
+    resign_playthrough: float = 0.1
+    start_positions: str = ""
+    random_plies: int = 0
     seed: int = 0
     device: str = "auto"
+    workers: int = 2
+    cpus_per_worker: float = 1.0
+    gpus_per_worker: float = 0.0
+    threads_per_worker: int = 1
+    max_restarts: int = 3
+    max_task_retries: int = 3
 
     def __post_init__(self) -> None:
-        if self.max_plies < 1:
-            raise ConfigError(f"selfplay.max_plies must be >= 1, got {self.max_plies!r}")
-        if self.device not in ("auto", "cpu", "cuda"):
-            raise ConfigError(f"selfplay.device must be auto, cpu or cuda, got {self.device!r}")
+        at_least_one = ("games_per_task", "max_plies", "fast_simulations", "resign_plies", "workers",
+                        "threads_per_worker")  # fmt: skip
+        for name in at_least_one:
+            _require(f"selfplay.{name}", getattr(self, name), getattr(self, name) >= 1, ">= 1")
+        for name in ("random_plies", "cpus_per_worker", "gpus_per_worker", "max_restarts", "max_task_retries"):
+            _require(f"selfplay.{name}", getattr(self, name), getattr(self, name) >= 0, ">= 0")
+        for name in ("full_search_prob", "resign_playthrough"):
+            value = getattr(self, name)
+            _require(f"selfplay.{name}", value, 0.0 <= value <= 1.0, "in [0, 1]")
+        _require("selfplay.resign_threshold", self.resign_threshold, -1.0 <= self.resign_threshold <= 1.0, "in [-1, 1]")
+        _require("selfplay.device", self.device, self.device in ("auto", "cpu", "cuda"), "auto, cpu or cuda")
+
+    @property
+    def resign_enabled(self) -> bool:
+        return self.resign_threshold > -1.0
+
+
+def _require(key: str, value: object, ok: bool, what: str) -> None:
+    if not ok:
+        raise ConfigError(f"{key} must be {what}, got {value!r}")
 
 
 @dataclass(frozen=True)

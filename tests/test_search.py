@@ -174,9 +174,13 @@ def test_tree_reuse_keeps_the_chosen_subtree() -> None:
     kept = int(result.visits[result.moves.index(move)])
     tree.advance(move)
     assert tree.root.visits == kept
-    tree.start(num_simulations=50)
+    assert int(tree.result().visits.sum()) == kept - 1
+    tree.start(num_simulations=kept + 40)  # tops the kept visits up
     run_searches([tree], UniformEvaluator())
-    assert int(tree.result().visits.sum()) == kept - 1 + 50
+    assert int(tree.result().visits.sum()) == kept + 40
+    tree.start(num_simulations=10)  # already more: no new simulations
+    run_searches([tree], UniformEvaluator())
+    assert int(tree.result().visits.sum()) == kept + 40
 
 
 def test_cache_does_not_change_results_for_a_pure_evaluator() -> None:

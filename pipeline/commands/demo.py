@@ -10,16 +10,15 @@ import argparse
 import time
 from dataclasses import replace
 
-import numpy as np
 import torch
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from models.net_evaluator import NetEvaluator
 from models.net import AlphaZeroNet, pick_device
+from models.net_evaluator import NetEvaluator
 from pipeline.checkpoint import load_net
 from pipeline.commands.common import add_params_arguments, config_from_args
-from pipeline.selfplay import play_games
+from pipeline.selfplay import SelfPlayWorker
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,35 +30,28 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     torch.manual_seed(config.selfplay.seed)
     device = pick_device(config.selfplay.device)
-    if args.checkpoint:
-        net = load_net(args.checkpoint, device=device)
-    else:
-        net = AlphaZeroNet(config.net).to(device)
+    net = load_net(args.checkpoint, device=device) if args.checkpoint else AlphaZeroNet(config.net).to(device)
     evaluator = NetEvaluator(net)
-    search = replace(config.search, num_simulations=config.demo.simulations)
-    rng = np.random.default_rng(config.selfplay.seed)
-    total = config.demo.games * config.demo.max_plies
+    demo = config.demo
+    search = replace(config.search, num_simulations=demo.simulations)
+    selfplay = replace(config.selfplay, max_plies=demo.max_plies, games_per_task=demo.games)
+    worker = SelfPlayWorker(evaluator, search, selfplay)
     started = time.perf_counter()
     with Progress(
-        TextColumn("self-play"), BarColumn(), MofNCompleteColumn(), TextColumn("moves"), TimeElapsedColumn(),
+        TextColumn("self-play"), BarColumn(), TextColumn("{task.completed} moves"), TimeElapsedColumn(),
         console=Console(stderr=True),
-    ) as progress:
-        task = progress.add_task("moves", total=total)
-        records = play_games(
-            evaluator,
-            search,
-            games=config.demo.games,
-            max_plies=config.demo.max_plies,
-            rng=rng,
-            on_ply=lambda moves: progress.advance(task, moves),
-        )
+    ) as progress:  # fmt: skip
+        task = progress.add_task("moves", total=demo.games * demo.max_plies)
+        records = worker.play(demo.games, seed=config.selfplay.seed, id_prefix="demo",
+                              on_move=lambda: progress.advance(task))  # fmt: skip
     elapsed = time.perf_counter() - started
     for number, record in enumerate(records, 1):
         print(record.to_pgn({"Round": str(number)}), end="\n\n")
-    plies = sum(len(record.plies) for record in records)
+    stats = worker.stats
     print(
-        f"{len(records)} games, {plies} moves, {evaluator.positions} network evaluations "
-        f"in {evaluator.calls} batches ({evaluator.positions / max(evaluator.calls, 1):.1f} per batch), "
-        f"{plies * search.num_simulations / elapsed:.0f} simulations/s on {device}"
+        f"{stats.games} games, {stats.positions} moves ({stats.full_searches} full searches), "
+        f"{stats.evaluations} network evaluations in {stats.batches} batches "
+        f"({stats.evaluations / max(stats.batches, 1):.1f} per batch), "
+        f"{stats.evaluations / elapsed:.0f} evaluations/s on {device}"
     )
     return 0

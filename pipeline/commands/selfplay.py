@@ -1,0 +1,59 @@
+"""``zerochess selfplay``: self-play games on Ray actors, written as Parquet shards."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from pipeline.checkpoint import load_net
+from pipeline.commands.common import add_params_arguments, config_from_args
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_params_arguments(parser)
+    parser.add_argument("--games", type=int, required=True, help="games to play")
+    parser.add_argument("--out", required=True, help="shard folder or pyarrow filesystem URI (s3://...)")
+    parser.add_argument("--checkpoint", help="network (default: random weights seeded by selfplay.seed)")
+    parser.add_argument("--generation", type=int, default=0, help="network generation stored in the shards")
+    parser.add_argument("--ray-address", help="Ray cluster to join (default: start or find a local one)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from actors.selfplay import init_ray, run_selfplay
+
+    config = config_from_args(args)
+    net = load_net(args.checkpoint) if args.checkpoint else None
+    init_ray(args.ray_address)
+    started = time.perf_counter()
+    totals = {"games": 0, "positions": 0, "plies": 0, "resigned": 0}
+    console = Console(stderr=True)
+    with Progress(
+        TextColumn("self-play"), BarColumn(), MofNCompleteColumn(), TextColumn("tasks"),
+        TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console,
+    ) as progress:  # fmt: skip
+        tasks = -(-args.games // config.selfplay.games_per_task)
+        bar = progress.add_task("tasks", total=tasks, status="")
+
+        def on_task(summary: dict) -> None:
+            for key in totals:
+                totals[key] += summary[key]
+            elapsed = time.perf_counter() - started
+            progress.update(
+                bar,
+                advance=1,
+                status=(
+                    f"{totals['games']} games  {totals['positions'] / elapsed:.0f} positions/s  "
+                    f"mean length {totals['plies'] / max(totals['games'], 1):.0f}  "
+                    f"resign {totals['resigned'] / max(totals['games'], 1):.0%}"
+                ),
+            )
+
+        report = run_selfplay(config, args.out, args.games, net=net, generation=args.generation, on_task=on_task)
+        progress.update(bar, completed=tasks)
+    summary = report.summary()
+    print(json.dumps({"out": args.out, **summary}, indent=2))
+    return 0

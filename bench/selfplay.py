@@ -7,7 +7,7 @@ batch size the self-play actually reached.  Their ratio is the
 "network-bound share": 1.0 would mean the search and bookkeeping cost nothing.
 The last rows play through Ray with 1 actor x 2 threads and 2 actors x 1 thread.
 
-    .venv/bin/python bench/selfplay.py [--games 32] [--plies 16] [--repeats 3] [--no-ray]
+    .venv/bin/python bench/selfplay.py [--games 64] [--plies 16] [--repeats 3] [--no-ray] [--overlap]
 """
 
 from __future__ import annotations
@@ -85,16 +85,16 @@ def ray_rate(config: Config, games: int, workers: int, threads: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="self-play vs raw inference throughput")
-    parser.add_argument("--games", type=int, default=32)
+    parser.add_argument("--games", type=int, default=64)
     parser.add_argument("--plies", type=int, default=16)
     parser.add_argument("--simulations", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-ray", action="store_true")
-    parser.add_argument("--no-overlap", action="store_true", help="search and network in turn, one lane")
+    parser.add_argument("--overlap", action="store_true", help="two lanes: network and search in parallel")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    config = bench_config(args.games, args.plies, args.simulations, not args.no_overlap)
+    config = bench_config(args.games, args.plies, args.simulations, args.overlap)
     torch.manual_seed(0)
     net = AlphaZeroNet(config.net).eval().to(memory_format=torch.channels_last)
     runs = []
@@ -105,7 +105,7 @@ def main() -> None:
             runs.append((evals, positions, batch, raw, evals / raw))
     evals, positions, batch, raw, share = (statistics.median(column) for column in zip(*runs))
     print(f"6x64 net, {args.games} games x {args.plies} plies, {args.simulations} simulations/move, "
-          f"{args.threads} threads, overlap {not args.no_overlap}, median of {args.repeats}")  # fmt: skip
+          f"{args.threads} threads, overlap {args.overlap}, median of {args.repeats}")  # fmt: skip
     print(f"{'raw inference at batch ' + str(round(batch)):<40} {raw:>9,.0f} positions/s")
     print(f"{'self-play (search+encode+net+shard)':<40} {evals:>9,.0f} evaluations/s  "
           f"{positions:,.1f} moves/s")  # fmt: skip

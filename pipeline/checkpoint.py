@@ -11,8 +11,6 @@ refused rather than executed. Every error names the file.
 from __future__ import annotations
 
 import os
-import tempfile
-from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +27,7 @@ from models.net import (
     net_from_state,
     net_state,
 )
+from pipeline.atomic import atomic_write
 
 __all__ = [
     "CHECKPOINT_FILE_MODE",
@@ -54,20 +53,6 @@ class CheckpointNotFoundError(CheckpointError, FileNotFoundError):
     """The checkpoint file does not exist (also a ``FileNotFoundError``)."""
 
 
-def _fsync_directory(directory: Path) -> None:
-    """Flush ``directory``'s entries to disk (no-op where unsupported, e.g. Windows)."""
-    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
-    try:
-        fd = os.open(directory, flags)
-    except OSError:
-        return
-    try:
-        with suppress(OSError):
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def save_net(net: nn.Module, path: PathLike) -> Path:
     """Atomically write ``net`` (config + weights) to ``path``; return the path.
 
@@ -75,23 +60,9 @@ def save_net(net: nn.Module, path: PathLike) -> Path:
     file is removed and an existing checkpoint at ``path`` is left intact.
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
     state = net_state(net)
-    tmp = tempfile.NamedTemporaryFile(
-        dir=target.parent, prefix=f".{target.name}.", suffix=".tmp", delete=False
-    )
-    try:
-        with tmp:
-            torch.save(state, tmp)
-            tmp.flush()
-            os.fsync(tmp.fileno())
-        os.chmod(tmp.name, CHECKPOINT_FILE_MODE)
-        os.replace(tmp.name, target)
-    except BaseException:
-        with suppress(OSError):
-            os.unlink(tmp.name)
-        raise
-    _fsync_directory(target.parent)
+    with atomic_write(target, CHECKPOINT_FILE_MODE) as handle:
+        torch.save(state, handle)
     return target
 
 

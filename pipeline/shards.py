@@ -42,7 +42,6 @@ import logging
 import os
 import re
 import secrets
-import tempfile
 import time
 from collections.abc import Sequence
 from contextlib import suppress
@@ -68,6 +67,7 @@ from models.encoding import (
     meta_values,
 )
 from models.policy import PolicyError, get_policy_map
+from pipeline.atomic import atomic_write, fsync_directory
 
 __all__ = [
     "HISTORY_BYTES",
@@ -1105,36 +1105,10 @@ def _is_shard_name(name: str) -> bool:
 # ---------------------------------------------------------------------------
 
 
-def _fsync_directory(directory: str) -> None:
-    """Flushes a directory's entries to disk (no-op where unsupported)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        with suppress(OSError):
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _write_local(table: pa.Table, target: _Location) -> None:
     """Temp file in the target's folder, fsync, os.replace, directory fsync."""
-    directory, name = os.path.split(target.path)
-    os.makedirs(directory or ".", exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.tmp-", dir=directory or ".")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            pq.write_table(table, handle, **_WRITE_OPTIONS)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, SHARD_FILE_MODE)
-        os.replace(tmp, target.path)
-    except BaseException:
-        with suppress(OSError):
-            os.unlink(tmp)
-        raise
-    _fsync_directory(directory or ".")
+    with atomic_write(target.path, SHARD_FILE_MODE) as handle:
+        pq.write_table(table, handle, **_WRITE_OPTIONS)
 
 
 def _write_remote(table: pa.Table, target: _Location) -> None:
@@ -1296,8 +1270,8 @@ def _quarantine(directory: _Location, name: str, reason: str) -> str:
         os.replace(source.path, target.path)
         with open(note.path, "wb") as handle:
             handle.write(text)
-        _fsync_directory(folder.path)
-        _fsync_directory(directory.path)
+        fsync_directory(folder.path)
+        fsync_directory(directory.path)
     else:
         folder.fs.create_dir(folder.path, recursive=True)
         folder.fs.move(source.path, target.path)

@@ -21,10 +21,11 @@ import yaml
 
 from models.net import NetConfig
 from models.search import SearchConfig
+from pipeline.config_errors import ConfigError
+from pipeline.training.config import TrainConfig
 
 
-class ConfigError(ValueError):
-    """A bad parameter: the message names the file, the dotted key and the value."""
+__all__ = ["Config", "ConfigError", "DemoConfig", "SelfPlayConfig", "TrainConfig", "load_config"]
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,7 @@ class Config:
     net: NetConfig = field(default_factory=NetConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
     selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
     demo: DemoConfig = field(default_factory=DemoConfig)
 
 
@@ -170,6 +172,12 @@ def _convert(kind: Any, value: Any, key: str, source: str) -> Any:
         if value is None and type(None) in options:
             return None
         kind = next(option for option in options if option is not type(None))
+    if origin in (list, tuple):
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{source}: {key} must be a list, got {value!r}")
+        (item,) = typing.get_args(kind)[:1]
+        items = [_convert(item, element, f"{key}[{i}]", source) for i, element in enumerate(value)]
+        return tuple(items) if origin is tuple else items
     if kind is bool:
         if not isinstance(value, bool):
             raise ConfigError(f"{source}: {key} must be true or false, got {value!r}")
@@ -190,8 +198,13 @@ def _convert(kind: Any, value: Any, key: str, source: str) -> Any:
 
 
 def to_dict(config: Any) -> dict[str, Any]:
-    """Nested plain data of a config (the shape of ``params.yaml``)."""
-    return dataclasses.asdict(config)
+    """Nested plain data of a config (the shape of ``params.yaml``); tuples
+    become lists."""
+    return dataclasses.asdict(config, dict_factory=lambda items: {k: _plain(v) for k, v in items})
+
+
+def _plain(value: Any) -> Any:
+    return [_plain(v) for v in value] if isinstance(value, (list, tuple)) else value
 
 
 def flatten(config: Any) -> dict[str, Any]:

@@ -1,0 +1,1 @@
+"""Training the network on (s, pi, z) shards: Lightning module, data, MLflow."""

@@ -6,26 +6,140 @@ from dataclasses import dataclass
 
 from pipeline.config_errors import ConfigError
 
+OPTIMIZERS = ("sgd", "adam", "adamw")
+L2_MODES = ("loss", "optimizer")
+DEVICES = ("auto", "cpu", "cuda")
+PRECISIONS = ("32-true", "16-mixed", "bf16-mixed", "64-true")
+
 
 @dataclass(frozen=True)
 class TrainConfig:
     """Training parameters.
 
     Attributes:
-        batch_size: positions per optimizer step.
-        max_steps: optimizer steps of one ``zerochess train`` run.
-        learning_rate: initial learning rate.
+        batch_size: positions per optimizer step on each device (the effective
+            batch is ``batch_size`` times the number of devices).
+        max_steps: optimizer steps of one ``zerochess train`` run (a resumed
+            run counts the steps done before it).
+        optimizer: ``sgd`` (with momentum, as in the papers), ``adam`` or
+            ``adamw``.
+        learning_rate: initial learning rate (AlphaZero: 0.2 at batch 4096;
+            supervised AlphaGo: 0.003).
+        momentum: SGD momentum (AlphaZero: 0.9).
+        nesterov: Nesterov momentum for SGD.
+        lr_milestones: steps at which the learning rate is multiplied by
+            ``lr_decay`` (AlphaZero's piecewise schedule 0.2 -> 0.02 -> 0.002
+            -> 0.0002 is three milestones with decay 0.1).
+        lr_step_size: decay the learning rate by ``lr_decay`` every this many
+            steps (the supervised AlphaGo recipe); 0 = off.  Use this or
+            ``lr_milestones``, not both.
+        lr_decay: factor applied at each milestone or step.
+        l2: the coefficient c of the regulariser c * ||theta||^2 over the
+            convolution and linear weights (never BatchNorm parameters nor
+            biases); AlphaZero: 1e-4.
+        l2_mode: ``loss``: the term is part of the loss; ``optimizer``: it is
+            applied as the optimizer's ``weight_decay`` (2c on the same
+            weights; decoupled for AdamW).  ``loss/l2`` logs c * ||theta||^2 either way.
+        value_weight: weight of the value MSE in the loss (AlphaZero: 1).
+        window_positions: the replay window: training positions
+            (``full_search`` rows) read from the most recent shards.
+        window_growth: KataGo's growing window: with N training positions in
+            the data folder the window is
+            ``c * (1 + growth * ((N / c) ** exponent - 1) / exponent)`` for
+            c = ``window_positions`` once N > c; 0 = a fixed window.
+        window_exponent: the exponent of the growing window (KataGo: 0.65).
+        shuffle_buffer: positions mixed together when shuffling: whole shards
+            are loaded until the buffer holds at least this many, then their
+            rows are permuted together.
+        check_legality: also check that every move with policy mass is legal
+            when validating shards (slow: ~90 us per distinct position).
+        loader_workers: DataLoader worker processes per device (0 = decode in
+            the training process).
+        device: ``auto`` (CUDA when present, else CPU), ``cpu`` or ``cuda``.
+        devices: devices to train on; 0 = all that are present (several GPUs
+            train with DDP).
+        precision: Lightning precision (``32-true``; ``bf16-mixed`` or
+            ``16-mixed`` on GPUs only: bf16 is 20-35x slower on AVX2 CPUs).
+        threads: ``torch.set_num_threads`` for training; 0 = torch's default.
+        deterministic: deterministic algorithms (warn where none exists), so
+            the same seed gives the same weights, also across a resume.
+        checkpoint_every: steps between checkpoints (one more at the end).
+        log_every: steps between metric logs to MLflow.
+        experiment: MLflow experiment name.
         seed: seed of initialisation, shuffling and sampling.
     """
 
     batch_size: int = 256
     max_steps: int = 1000
+    optimizer: str = "sgd"
     learning_rate: float = 0.02
+    momentum: float = 0.9
+    nesterov: bool = False
+    lr_milestones: tuple[int, ...] = ()
+    lr_step_size: int = 0
+    lr_decay: float = 0.1
+    l2: float = 1e-4
+    l2_mode: str = "loss"
+    value_weight: float = 1.0
+    window_positions: int = 500_000
+    window_growth: float = 0.0
+    window_exponent: float = 0.65
+    shuffle_buffer: int = 50_000
+    check_legality: bool = False
+    loader_workers: int = 0
+    device: str = "auto"
+    devices: int = 0
+    precision: str = "32-true"
+    threads: int = 0
+    deterministic: bool = True
+    checkpoint_every: int = 100
+    log_every: int = 10
+    experiment: str = "zerochess"
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("batch_size", "max_steps"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"train.{name} must be >= 1, got {getattr(self, name)!r}")
-        if not self.learning_rate > 0:
-            raise ConfigError(f"train.learning_rate must be > 0, got {self.learning_rate!r}")
+        for name in (
+            "batch_size",
+            "max_steps",
+            "window_positions",
+            "shuffle_buffer",
+            "checkpoint_every",
+            "log_every",
+        ):
+            _require(name, getattr(self, name), getattr(self, name) >= 1, ">= 1")
+        for name in (
+            "lr_step_size",
+            "loader_workers",
+            "devices",
+            "threads",
+            "seed",
+            "l2",
+            "value_weight",
+            "window_growth",
+        ):
+            _require(name, getattr(self, name), getattr(self, name) >= 0, ">= 0")
+        _require("learning_rate", self.learning_rate, self.learning_rate > 0, "> 0")
+        _require("momentum", self.momentum, 0 <= self.momentum < 1, "in [0, 1)")
+        _require("lr_decay", self.lr_decay, 0 < self.lr_decay <= 1, "in (0, 1]")
+        _require(
+            "window_exponent", self.window_exponent, 0 < self.window_exponent <= 1, "in (0, 1]"
+        )
+        _choice("optimizer", self.optimizer, OPTIMIZERS)
+        _choice("l2_mode", self.l2_mode, L2_MODES)
+        _choice("device", self.device, DEVICES)
+        _choice("precision", self.precision, PRECISIONS)
+        _require("experiment", self.experiment, bool(self.experiment.strip()), "a non-empty name")
+        milestones = list(self.lr_milestones)
+        increasing = all(a < b for a, b in zip([0, *milestones], milestones, strict=False))
+        _require("lr_milestones", milestones, increasing, "strictly increasing positive steps")
+        both = bool(milestones) and self.lr_step_size > 0
+        _require("lr_step_size", self.lr_step_size, not both, "0 when lr_milestones are set")
+
+
+def _require(name: str, value: object, ok: bool, what: str) -> None:
+    if not ok:
+        raise ConfigError(f"train.{name} must be {what}, got {value!r}")
+
+
+def _choice(name: str, value: str, options: tuple[str, ...]) -> None:
+    _require(name, value, value in options, " or ".join(options))

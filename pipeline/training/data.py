@@ -1,0 +1,387 @@
+"""Batches from the replay window: a deterministic, resumable stream.
+
+Consumers.  Every DataLoader worker of every DDP rank is one *consumer*
+(``rank * workers + worker``).  The window's pieces (shard ranges) are dealt
+to the consumers after one seeded permutation, so consumers read disjoint
+shards (when there are fewer shards than consumers, each shard is cut into
+disjoint row ranges instead).
+
+Shuffling.  Each consumer's stream is endless, epoch after epoch.  An epoch
+permutes its pieces (seeded by ``(seed, consumer, epoch)``) and cuts them into
+groups of at least ``shuffle_buffer`` positions; a group's shards are loaded
+together and its rows permuted (seeded by ``(seed, consumer, epoch, group)``)
+into whole batches (a remainder smaller than a batch is left out of that
+epoch).  Batches are decoded from the Arrow columns with numpy in one pass
+each (:func:`pipeline.shards.decode_planes`, :func:`~pipeline.shards.decode_targets`).
+
+Resuming.  The stream is a pure function of the window, the seed, the
+consumer count and the batch size, so the position in it is one number:
+the batches the training loop consumed (``global_step``).  The DataLoader
+hands out worker ``j % workers``'s batches in turn, so on resume each worker
+takes the role (consumer) whose batch is due at its turn and skips that
+consumer's share (:func:`worker_skip`) without reading the skipped groups.
+:class:`ShardDataModule` stores that number and the stream's signature in
+the checkpoint, and refuses a checkpoint whose signature differs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import lightning.pytorch as pl
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import torch
+from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+
+from pipeline.shards import decode_planes, decode_targets, select_training_rows
+from pipeline.training.config import TrainConfig
+from pipeline.training.window import Piece, TrainDataError, Window, build_window
+
+__all__ = [
+    "Batch",
+    "ShardDataModule",
+    "StreamSpec",
+    "WindowDataset",
+    "assign_pieces",
+    "batch_stream",
+    "worker_skip",
+]
+
+log = logging.getLogger(__name__)
+
+TRAINING_COLUMNS = (
+    "history",
+    "meta",
+    "policy_encoding",
+    "policy_index",
+    "policy_prob",
+    "z",
+    "full_search",
+)
+"""The shard columns training reads."""
+
+Batch = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+"""(planes ``[B, 119, 8, 8]`` uint8, pi ``[B, P]`` float32, z ``[B]`` float32)."""
+
+_ASSIGN_STREAM = 0x5EED
+
+
+def assign_pieces(pieces: tuple[Piece, ...], consumers: int, seed: int) -> list[tuple[Piece, ...]]:
+    """Deal ``pieces`` to ``consumers`` disjointly (row ranges when there are too few shards)."""
+    if len(pieces) < consumers:
+        pieces = tuple(part for piece in pieces for part in _split(piece, consumers))
+    order = np.random.default_rng([seed, _ASSIGN_STREAM]).permutation(len(pieces))
+    return [tuple(pieces[i] for i in order[c::consumers]) for c in range(consumers)]
+
+
+def _split(piece: Piece, parts: int) -> list[Piece]:
+    bounds = np.linspace(piece.start, piece.stop, parts + 1).astype(int)
+    return [
+        replace(piece, start=int(a), stop=int(b)) for a, b in itertools.pairwise(bounds) if b > a
+    ]
+
+
+def worker_skip(batches: int, worker: int, workers: int) -> int:
+    """Batches worker ``worker`` of ``workers`` produced among the first ``batches`` of its loader."""
+    return max(0, (batches - worker + workers - 1) // workers)
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    """One consumer's endless batch stream.
+
+    Attributes:
+        pieces: the shard ranges it reads.
+        batch_size: positions per batch.
+        shuffle_buffer: positions loaded and permuted together (at least).
+        seed: the run's seed.
+        consumer: its number (seeds its permutations).
+        policy_encoding: the network's policy encoding (the size of pi).
+    """
+
+    pieces: tuple[Piece, ...]
+    batch_size: int
+    shuffle_buffer: int
+    seed: int
+    consumer: int
+    policy_encoding: str
+
+    @property
+    def positions(self) -> int:
+        return sum(piece.rows for piece in self.pieces)
+
+    def groups(self, epoch: int) -> list[tuple[Piece, ...]]:
+        """The epoch's groups of pieces, each of at least ``shuffle_buffer`` positions (but the last)."""
+        order = np.random.default_rng([self.seed, self.consumer, epoch]).permutation(
+            len(self.pieces)
+        )
+        target = max(self.shuffle_buffer, self.batch_size)
+        groups: list[list[Piece]] = []
+        current: list[Piece] = []
+        rows = 0
+        for index in order:
+            current.append(self.pieces[index])
+            rows += self.pieces[index].rows
+            if rows >= target:
+                groups.append(current)
+                current, rows = [], 0
+        if current:
+            if groups and rows < self.batch_size:
+                groups[-1].extend(current)
+            else:
+                groups.append(current)
+        return [tuple(group) for group in groups]
+
+    def permutation(self, epoch: int, group: int, rows: int) -> np.ndarray:
+        return np.random.default_rng([self.seed, self.consumer, epoch, group + 1]).permutation(rows)
+
+
+def batch_stream(spec: StreamSpec, skip: int = 0) -> Iterator[Batch]:
+    """The consumer's batches, endlessly, after skipping the first ``skip`` (without reading them).
+
+    Raises:
+        TrainDataError: the consumer has fewer positions than a batch, or a
+            shard changed since the window was built.
+    """
+    if spec.positions < spec.batch_size:
+        raise TrainDataError(
+            f"consumer {spec.consumer} has {spec.positions} positions, fewer than train.batch_size "
+            f"{spec.batch_size}: use a larger window, fewer loader_workers or devices, or a smaller batch"
+        )
+    epoch = 0
+    while True:
+        for number, group in enumerate(spec.groups(epoch)):
+            rows = sum(piece.rows for piece in group)
+            count = rows // spec.batch_size
+            if skip >= count:
+                skip -= count
+                continue
+            table = load_group(group)
+            order = spec.permutation(epoch, number, rows)
+            for index in range(skip, count):
+                rows_of_batch = order[index * spec.batch_size : (index + 1) * spec.batch_size]
+                yield decode_batch(table.take(pa.array(rows_of_batch)), spec.policy_encoding)
+            skip = 0
+        epoch += 1
+
+
+def load_group(group: tuple[Piece, ...]) -> pa.Table:
+    """The training rows of a group's pieces, concatenated in piece order."""
+    tables = [load_piece(piece) for piece in group]
+    return pa.concat_tables(tables).combine_chunks()
+
+
+def load_piece(piece: Piece) -> pa.Table:
+    """The training rows ``[start, stop)`` of a shard (validated when the window was built).
+
+    Raises:
+        TrainDataError: the shard's row counts differ from the window's.
+    """
+    table = pq.read_table(
+        piece.path,
+        columns=list(TRAINING_COLUMNS),
+        page_checksum_verification=True,
+        use_threads=False,
+    )
+    training = select_training_rows(table)
+    if table.num_rows != piece.num_rows or training.num_rows != piece.training_rows:
+        raise TrainDataError(
+            f"shard {piece.path} changed since the window was built: {table.num_rows} rows "
+            f"({training.num_rows} training), the window has {piece.num_rows} ({piece.training_rows})"
+        )
+    return training.slice(piece.start, piece.rows)
+
+
+def decode_batch(table: pa.Table, policy_encoding: str) -> Batch:
+    """(planes uint8, dense pi, z) tensors of a table of training rows."""
+    planes = decode_planes(table)
+    pi, z = decode_targets(table, policy_encoding)
+    return torch.from_numpy(planes), torch.from_numpy(pi), torch.from_numpy(z)
+
+
+class WindowDataset(IterableDataset):
+    """The batches of one DDP rank; each DataLoader worker streams its own consumer.
+
+    Use with ``DataLoader(dataset, batch_size=None)``: items are whole batches.
+
+    Args:
+        window: the replay window.
+        config: batch size, shuffle buffer and seed.
+        policy_encoding: the network's policy encoding.
+        rank: this process's DDP rank.
+        world_size: DDP processes.
+        start_batch: batches this rank's loader already handed out (resume).
+    """
+
+    def __init__(
+        self,
+        window: Window,
+        config: TrainConfig,
+        policy_encoding: str,
+        rank: int = 0,
+        world_size: int = 1,
+        start_batch: int = 0,
+    ) -> None:
+        super().__init__()
+        self.window = window
+        self.config = config
+        self.policy_encoding = policy_encoding
+        self.rank = rank
+        self.world_size = world_size
+        self.start_batch = start_batch
+
+    def spec(self, worker: int, workers: int) -> StreamSpec:
+        """The stream of worker ``worker`` of ``workers`` on this rank."""
+        consumers = self.world_size * workers
+        consumer = self.rank * workers + worker
+        pieces = assign_pieces(self.window.pieces, consumers, self.config.seed)[consumer]
+        return StreamSpec(
+            pieces,
+            self.config.batch_size,
+            self.config.shuffle_buffer,
+            self.config.seed,
+            consumer,
+            self.policy_encoding,
+        )
+
+    def __iter__(self) -> Iterator[Batch]:
+        info = get_worker_info()
+        worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
+        # A new loader starts its turns at worker 0, but batch ``start_batch`` is
+        # due from worker ``start_batch % workers``: shift the roles to match.
+        role = (worker + self.start_batch) % workers
+        return batch_stream(self.spec(role, workers), worker_skip(self.start_batch, role, workers))
+
+
+class ShardDataModule(pl.LightningDataModule):
+    """The replay window of a shard folder as a Lightning data module.
+
+    ``prepare_data`` (one process) builds and validates the window and saves
+    it to ``window_path`` (or keeps the saved one when ``reuse_window``);
+    ``setup`` (every rank) loads it.  The checkpoint holds the batches
+    consumed and the stream's signature.
+
+    Args:
+        data_dir: the shard folder.
+        window_path: where the window is saved (in the run folder).
+        config: the training parameters.
+        policy_encoding: the network's policy encoding.
+        reuse_window: keep an existing ``window_path`` (resume).
+        pin_memory: pin batches for CUDA.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        window_path: str | os.PathLike[str],
+        config: TrainConfig,
+        policy_encoding: str,
+        reuse_window: bool = False,
+        pin_memory: bool = False,
+    ) -> None:
+        super().__init__()
+        self.data_dir = os.fspath(data_dir)
+        self.window_path = Path(window_path)
+        self.config = config
+        self.policy_encoding = policy_encoding
+        self.reuse_window = reuse_window
+        self.pin_memory = pin_memory
+        self.window: Window | None = None
+        self.start_batch = 0
+        self.prepare_data_per_node = False  # one process in the whole job builds the window
+
+    def prepare_data(self) -> None:
+        if self.reuse_window and self.window_path.exists():
+            saved = Window.load(self.window_path)
+            missing = [
+                p.path for p in saved.pieces if "://" not in p.path and not os.path.exists(p.path)
+            ]
+            if missing:
+                raise TrainDataError(
+                    f"{self.window_path}: shards of the saved window are gone: {missing[:4]}"
+                )
+            if os.path.abspath(saved.data_dir) != os.path.abspath(self.data_dir):
+                log.warning(
+                    "resuming on the window of %s saved in %s, not on %s",
+                    saved.data_dir,
+                    self.window_path,
+                    self.data_dir,
+                )
+            log.info("reusing the replay window saved in %s", self.window_path)
+            return
+        build_window(self.data_dir, self.config, self.policy_encoding).save(self.window_path)
+
+    def setup(self, stage: str) -> None:
+        self.window = Window.load(self.window_path)
+        workers = max(1, self.config.loader_workers)
+        consumers = self._world_size() * workers
+        for consumer, pieces in enumerate(
+            assign_pieces(self.window.pieces, consumers, self.config.seed)
+        ):
+            rows = sum(piece.rows for piece in pieces)
+            if rows < self.config.batch_size:
+                raise TrainDataError(
+                    f"{self.data_dir}: the window has {self.window.positions} positions; consumer {consumer} of "
+                    f"{consumers} gets {rows}, fewer than train.batch_size {self.config.batch_size}"
+                )
+
+    def _world_size(self) -> int:
+        return self.trainer.world_size if self.trainer is not None else 1
+
+    def train_dataloader(self) -> DataLoader:
+        if self.window is None:
+            raise RuntimeError("ShardDataModule.setup was not called")
+        rank = self.trainer.global_rank if self.trainer is not None else 0
+        dataset = WindowDataset(
+            self.window,
+            self.config,
+            self.policy_encoding,
+            rank,
+            self._world_size(),
+            self.start_batch,
+        )
+        workers = self.config.loader_workers
+        return DataLoader(
+            dataset,
+            batch_size=None,
+            num_workers=workers,
+            pin_memory=self.pin_memory,
+            prefetch_factor=4 if workers else None,
+            persistent_workers=False,
+        )
+
+    def signature(self) -> dict[str, Any]:
+        """What the stream depends on besides the position in it."""
+        if self.window is None:
+            raise RuntimeError("ShardDataModule.setup was not called")
+        return {
+            "window": self.window.digest(),
+            "batch_size": self.config.batch_size,
+            "shuffle_buffer": self.config.shuffle_buffer,
+            "seed": self.config.seed,
+            "loader_workers": max(1, self.config.loader_workers),
+            "world_size": self._world_size(),
+        }
+
+    def state_dict(self) -> dict[str, Any]:
+        consumed = self.trainer.global_step if self.trainer is not None else self.start_batch
+        return {"batches_consumed": int(consumed), "signature": self.signature()}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        saved = state_dict.get("signature", {})
+        for key, value in self.signature().items():
+            if saved.get(key) != value:
+                raise TrainDataError(
+                    f"cannot resume: the checkpoint's data stream has {key}={saved.get(key)!r}, this run "
+                    f"{value!r} (resume with the same window, batch size, seed, workers and devices)"
+                )
+        self.start_batch = int(state_dict["batches_consumed"])
+        log.info("data stream resumes after %d batches", self.start_batch)

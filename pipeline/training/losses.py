@@ -1,0 +1,120 @@
+"""The AlphaZero loss ``(z - v)^2 - pi^T log p + c ||theta||^2`` and the training metrics.
+
+Pure torch, no Lightning: :func:`loss_terms` returns every term separately so
+that each can be logged, and :func:`decayed_weights` names the parameters the
+L2 term covers: the weights of convolutions and linear layers, never
+BatchNorm scales and shifts nor biases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = ["LossTerms", "decayed_weights", "l2_penalty", "loss_terms", "split_decay_groups"]
+
+_DECAYED_LAYERS = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.Linear)
+
+
+@dataclass(frozen=True)
+class LossTerms:
+    """The loss of one batch, term by term (scalar tensors).
+
+    Attributes:
+        policy: cross-entropy ``-sum(pi * log_softmax(logits))`` against the
+            full visit distribution, averaged over the batch.
+        value: mean squared error ``(z - v)^2``.
+        l2: ``c * ||theta||^2`` over :func:`decayed_weights`.
+        total: ``policy + value_weight * value + l2``: what is logged as
+            ``loss/total`` whether L2 goes through the loss or the optimizer.
+        objective: what is differentiated: ``total``, or ``total - l2`` when
+            the optimizer applies L2 as weight decay.
+        policy_top1: share of positions whose highest logit is argmax pi.
+        value_sign_accuracy: share of decisive positions (z != 0) where
+            sign(v) == z; NaN when the batch has none.
+    """
+
+    policy: torch.Tensor
+    value: torch.Tensor
+    l2: torch.Tensor
+    total: torch.Tensor
+    objective: torch.Tensor
+    policy_top1: torch.Tensor
+    value_sign_accuracy: torch.Tensor
+
+
+def decayed_weights(net: nn.Module) -> list[nn.Parameter]:
+    """The weights of every convolution and linear layer of ``net`` (not biases, not BatchNorm)."""
+    return [m.weight for m in net.modules() if isinstance(m, _DECAYED_LAYERS)]
+
+
+def split_decay_groups(net: nn.Module) -> tuple[list[nn.Parameter], list[nn.Parameter]]:
+    """(decayed weights, every other trainable parameter) of ``net``, in module order."""
+    decayed = decayed_weights(net)
+    ids = {id(p) for p in decayed}
+    others = [p for p in net.parameters() if p.requires_grad and id(p) not in ids]
+    return decayed, others
+
+
+def l2_penalty(weights: Iterable[torch.Tensor], coefficient: float) -> torch.Tensor:
+    """``coefficient * sum of squared entries`` of ``weights``."""
+    squares = [w.pow(2).sum() for w in weights]
+    if not squares:
+        return torch.zeros(())
+    return coefficient * torch.stack(squares).sum()
+
+
+def loss_terms(
+    logits: torch.Tensor,
+    value: torch.Tensor,
+    pi: torch.Tensor,
+    z: torch.Tensor,
+    weights: Iterable[torch.Tensor],
+    *,
+    l2: float,
+    value_weight: float = 1.0,
+    l2_in_loss: bool = True,
+) -> LossTerms:
+    """The loss terms and metrics of a batch.
+
+    Args:
+        logits: policy logits ``[B, P]``.
+        value: value head output ``[B]`` in [-1, 1].
+        pi: visit distributions ``[B, P]`` (rows sum to 1).
+        z: game outcomes ``[B]`` in {-1, 0, 1} from the side to move.
+        weights: the parameters of the L2 term (:func:`decayed_weights`).
+        l2: the coefficient c.
+        value_weight: weight of the value MSE.
+        l2_in_loss: differentiate the L2 term (False when the optimizer's
+            weight decay applies it; it is then computed without gradient).
+    """
+    logits = logits.float()
+    pi = pi.to(logits.dtype)
+    z = z.to(logits.dtype)
+    value = value.float()
+    policy = -(pi * F.log_softmax(logits, dim=1)).sum(dim=1).mean()
+    value_mse = (z - value).pow(2).mean()
+    if l2_in_loss:
+        penalty = l2_penalty(weights, l2).to(logits.device)
+    else:
+        with torch.no_grad():
+            penalty = l2_penalty(weights, l2).to(logits.device)
+    data_loss = policy + value_weight * value_mse
+    with torch.no_grad():
+        top1 = (logits.argmax(dim=1) == pi.argmax(dim=1)).float().mean()
+        decisive = z != 0
+        correct = (torch.sign(value) == z) & decisive
+        sign_accuracy = correct.sum() / decisive.sum()  # NaN (0/0) without decisive rows
+    return LossTerms(
+        policy=policy,
+        value=value_mse,
+        l2=penalty,
+        total=data_loss + penalty,
+        objective=data_loss + penalty if l2_in_loss else data_loss,
+        policy_top1=top1,
+        value_sign_accuracy=sign_accuracy,
+    )

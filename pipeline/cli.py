@@ -18,7 +18,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("demo", "play a few self-play games with PUCT search and print them as PGN"),
     "analyse": ("analyse", "search one position (FEN) and print the moves' visits, priors and values"),
     "selfplay": ("selfplay", "play self-play games on Ray actors and write (s, pi, z) Parquet shards"),
+    "evaluate": ("evaluate", "play a match or round-robin between players (net, stockfish, uct, random) on Ray"),
+    "gate": ("gate", "play a candidate net against the best and a Stockfish ladder; promote on SPRT evidence"),
+    "train": ("train", "train the network on a window of shards (Lightning), log to MLflow, export net.pt"),
     "params": ("params", "validate params.yaml (plus --set overrides) and print the flattened config"),
+    "uci": ("uci", "run the network as a UCI engine on stdin/stdout (for GUIs and cutechess-cli)"),
+    "play": ("play", "play a game against the network in the terminal"),
 }
 
 

@@ -22,10 +22,11 @@ import yaml
 from models.net import NetConfig
 from models.search import SearchConfig
 from pipeline.config_errors import ConfigError
+from pipeline.evaluation.config import GatingConfig
 from pipeline.training.config import TrainConfig
 
 
-__all__ = ["Config", "ConfigError", "DemoConfig", "SelfPlayConfig", "TrainConfig", "load_config"]
+__all__ = ["Config", "ConfigError", "DemoConfig", "GatingConfig", "SelfPlayConfig", "TrainConfig", "load_config"]
 
 
 @dataclass(frozen=True)
@@ -135,6 +136,7 @@ class Config:
     search: SearchConfig = field(default_factory=SearchConfig)
     selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
+    gating: GatingConfig = field(default_factory=GatingConfig)
     demo: DemoConfig = field(default_factory=DemoConfig)
 
 

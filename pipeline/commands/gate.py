@@ -1,0 +1,46 @@
+"""``zerochess gate``: promote a candidate network only on statistical evidence.
+
+Exit status: 0 promoted, 10 not promoted, 2 on an error (bad input).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from rich.console import Console
+from rich.progress import Progress, TextColumn, TimeElapsedColumn
+
+from pipeline.commands.common import add_params_arguments, config_from_args
+
+EXIT_PROMOTED = 0
+EXIT_REJECTED = 10
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_params_arguments(parser)
+    parser.add_argument("--candidate", required=True, help="the new network (checkpoint)")
+    parser.add_argument("--best", help="the current best network (omit when there is none)")
+    parser.add_argument("--out", default="runs/gate", help="folder for gate.json and the games' PGNs")
+    parser.add_argument("--ray-address", help="Ray cluster to join")
+
+
+def run(args: argparse.Namespace) -> int:
+    from actors.gate import run_gate
+    from actors.selfplay import init_ray
+
+    config = config_from_args(args)
+    init_ray(args.ray_address)
+    with Progress(TextColumn("gate"), TextColumn("{task.fields[status]}"), TimeElapsedColumn(),
+                  console=Console(stderr=True)) as progress:  # fmt: skip
+        bar = progress.add_task("gate", status="starting")
+
+        def on_pair(stage: str, report) -> None:  # noqa: ANN001
+            pairing = next(iter(report.pairings.values()))
+            sprt = f" LLR {report.sprt.llr:+.2f}" if report.sprt is not None else ""
+            status = f"{stage}: +{pairing.wins} ={pairing.draws} -{pairing.losses}{sprt}"
+            progress.update(bar, status=status)
+
+        decision = run_gate(config, args.candidate, args.best, args.out, on_pair=on_pair)
+    print(json.dumps(decision.as_dict(), indent=2, default=str))
+    return EXIT_PROMOTED if decision.promote else EXIT_REJECTED

@@ -1,0 +1,1 @@
+"""Evaluation: games between players, match statistics and the gating stage."""

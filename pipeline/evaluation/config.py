@@ -1,0 +1,76 @@
+"""Evaluation and gating parameters (the ``gating`` section of ``params.yaml``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.config_errors import ConfigError
+
+DEFAULT_BOOK = str(Path(__file__).resolve().parents[2] / "data" / "openings.epd")
+
+
+@dataclass(frozen=True)
+class GatingConfig:
+    """Matches between players, and the promotion decision.
+
+    Attributes:
+        simulations: search simulations per move of a network player.
+        movetime_s: seconds per move for every player instead (0: use nodes).
+        max_plies: a game this long is a draw (termination ``max_plies``).
+        openings: EPD/FEN book the games start from (a pair per opening,
+            colours swapped); empty for the project's ``data/openings.epd``.
+        max_games: games of the candidate-vs-best match (SPRT usually
+            decides earlier).
+        sprt_elo0: SPRT H0: the candidate is at most this much stronger.
+        sprt_elo1: SPRT H1: the candidate is at least this much stronger.
+        sprt_alpha: false-promotion probability.
+        sprt_beta: false-rejection probability.
+        always_promote: AlphaZero style: promote every candidate, the match
+            is only measured and logged.
+        stockfish_path: Stockfish binary; empty finds ``stockfish`` on PATH
+            or Debian's ``/usr/games/stockfish``.
+        ladder: Stockfish levels the candidate also plays, as player specs
+            without the kind (``skill=0:nodes=100``); empty skips the ladder.
+        ladder_games: games against each ladder level.
+        workers: Ray actors playing games in parallel.
+        engine_timeout_s: seconds past its move limit before an engine is
+            taken as frozen and restarted.
+    """
+
+    simulations: int = 100
+    movetime_s: float = 0.0
+    max_plies: int = 400
+    openings: str = ""
+    max_games: int = 200
+    sprt_elo0: float = 0.0
+    sprt_elo1: float = 30.0
+    sprt_alpha: float = 0.05
+    sprt_beta: float = 0.05
+    always_promote: bool = False
+    stockfish_path: str = ""
+    ladder: tuple[str, ...] = ("skill=0:depth=1", "skill=3:depth=3", "skill=8:depth=6")
+    ladder_games: int = 20
+    workers: int = 2
+    engine_timeout_s: float = 10.0
+
+    def __post_init__(self) -> None:
+        for name in ("simulations", "max_plies", "max_games", "ladder_games", "workers"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"gating.{name} must be >= 1, got {getattr(self, name)!r}")
+        if self.movetime_s < 0 or self.engine_timeout_s <= 0:
+            raise ConfigError(
+                f"gating.movetime_s must be >= 0 and gating.engine_timeout_s > 0, got "
+                f"{self.movetime_s!r}, {self.engine_timeout_s!r}"
+            )
+        if not self.sprt_elo1 > self.sprt_elo0:
+            raise ConfigError(f"gating.sprt_elo1 ({self.sprt_elo1}) must be > gating.sprt_elo0 ({self.sprt_elo0})")
+        for name in ("sprt_alpha", "sprt_beta"):
+            if not 0 < getattr(self, name) < 0.5:
+                raise ConfigError(f"gating.{name} must be in (0, 0.5), got {getattr(self, name)!r}")
+        if self.max_games % 2:
+            raise ConfigError(f"gating.max_games must be even (games come in pairs), got {self.max_games}")
+
+    @property
+    def book(self) -> str:
+        return self.openings or DEFAULT_BOOK

@@ -328,7 +328,9 @@ class GameTree:
             return [pending] if pending is not None else []
         batch: list[PendingLeaf] = []
         misses = 0
-        while len(batch) < limit and self._done + self._in_flight < self._target:
+        attempts = 0  # bounded, so a tree whose lines all end at once returns to the driver
+        while len(batch) < limit and self._done + self._in_flight < self._target and attempts < 4 * limit:
+            attempts += 1
             pending = self._simulate()
             if pending is not None:
                 batch.append(pending)
@@ -540,10 +542,12 @@ def run_searches(
     ``should_stop`` (checked between rounds) ends the search early, e.g. on a clock.
     """
     calls = 0
+    rounds = 0
     while True:
         active = [tree for tree in trees if not tree.finished]
-        if not active or (should_stop is not None and calls > 0 and should_stop()):
+        if not active or (should_stop is not None and rounds > 0 and should_stop()):
             return calls
+        rounds += 1
         owners: list[tuple[GameTree, list[PendingLeaf]]] = []
         leaves: list[Leaf] = []
         for tree in active:

@@ -312,9 +312,14 @@ def _llr_normal(n: int, mean: float, variance: float, config: SprtConfig) -> flo
 
         LLR = ((ŝ − s0)² − (ŝ − s1)²) / (2σ̂²/n) = n·(s1 − s0)·(2ŝ − s0 − s1) / (2σ̂²).
 
-    0 while σ̂² is 0 (no games, all results identical)."""
-    if n == 0 or variance <= 0.0:
+    σ̂² is floored at ε(1 − ε), ε = 1/(2(n + 1)) (the variance floor of
+    :func:`_estimate_from_moments`: as if one more draw had been played), so a
+    match of identical results (100 wins in a row) still moves the LLR and
+    decides instead of staying at 0 forever.  0 when there are no games."""
+    if n == 0:
         return 0.0
+    eps = 1.0 / (2.0 * (n + 1))
+    variance = max(variance, eps * (1.0 - eps))
     s0, s1 = config.scores
     return n * (s1 - s0) * (2.0 * mean - s0 - s1) / (2.0 * variance)
 
@@ -323,7 +328,7 @@ def sprt_llr_trinomial(wins: int, draws: int, losses: int, config: SprtConfig) -
     """Approximate GSPRT log-likelihood ratio from independent games:
     N·(s1 − s0)(2ŝ − s0 − s1)/(2σ̂²) with ŝ, σ̂² the per-game mean and variance
     of :func:`trinomial_estimate` and s0, s1 = elo_to_score(elo0), (elo1).
-    Returns 0 until σ̂² > 0."""
+    Returns 0 without games."""
     w, d, l = _trinomial_counts(wins, draws, losses)
     if w + d + l == 0:
         return 0.0
@@ -336,7 +341,7 @@ def sprt_llr_pentanomial(counts: Sequence[int], config: SprtConfig) -> float:
     P·(s1 − s0)(2ŝ − s0 − s1)/(2σ̂²) over P pairs, ŝ and σ̂² the mean and
     variance of the pair's per-game score (pair points/2), s0, s1 the per-game
     expected scores.  In pair-point units (s0, s1, ŝ doubled, σ̂² ×4) the value
-    is identical.  Returns 0 until σ̂² > 0."""
+    is identical.  Returns 0 without games."""
     c = _pentanomial_counts(counts)
     pairs = sum(c)
     if pairs == 0:

@@ -271,3 +271,12 @@ def test_bad_inputs_raise_errors_that_name_the_value() -> None:
         tree.advance(chess.Move.from_uci("e2e5"))
     with pytest.raises(SearchError, match="time_limit_s"):
         choose_move(chess.Board(), 0.0, UniformEvaluator())
+
+
+def test_a_clock_stops_a_search_whose_lines_all_end_at_once() -> None:
+    # White's only move draws by insufficient material: every simulation ends
+    # on a terminal node and never calls the evaluator.
+    board = chess.Board("7k/8/8/8/8/8/1q6/K7 w - - 0 1")  # Kxb2 is forced and leaves bare kings
+    assert board.legal_moves.count() == 1
+    move = choose_move(board, 0.2, UniformEvaluator())
+    assert move.uci() == "a1b2"

@@ -206,16 +206,22 @@ def test_llr_by_hand() -> None:
     )
 
 
-def test_llr_zero_variance_is_zero() -> None:
+def test_llr_with_identical_results_uses_the_variance_floor() -> None:
     config = SprtConfig()
-    assert sprt_llr_trinomial(0, 3, 0, config) == 0.0
-    assert sprt_llr_trinomial(10, 0, 0, config) == 0.0
     assert sprt_llr_trinomial(0, 0, 0, config) == 0.0
-    assert sprt_llr_pentanomial([0, 0, 4, 0, 0], config) == 0.0
-    sprt = Sprt(config)
+    # 3 draws: eps = 1/8, var floor = 7/64; LLR = 3(s1-s0)(1-s0-s1)/(2*7/64), slightly negative
+    s0, s1 = config.scores
+    assert sprt_llr_trinomial(0, 3, 0, config) == pytest.approx(3 * (s1 - s0) * (1 - s0 - s1) / (2 * 7 / 64))
+    assert sprt_llr_trinomial(0, 3, 0, config) < 0
+    assert sprt_llr_pentanomial([0, 0, 4, 0, 0], config) < 0
+    # a clean sweep is evidence for H1, not "no information"
+    assert sprt_llr_trinomial(10, 0, 0, config) > 0
+    sprt = Sprt(SprtConfig(0.0, 200.0))
+    decisions = [sprt.update_pair(1.0, 1.0) for _ in range(40)]
+    assert decisions[-1] == "H1" and sprt.trinomial == (80, 0, 0)
+    draws = Sprt(config)
     for _ in range(3):
-        assert sprt.update(0.5) == "continue"
-    assert sprt.llr == 0.0 and sprt.trinomial == (0, 3, 0)
+        assert draws.update(0.5) == "continue"
 
 
 def test_sprt_strong_candidate_accepts_h1() -> None:

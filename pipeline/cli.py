@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 # name -> (module under pipeline.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("run", "the whole loop: self-play -> training -> gating, generation after generation (resumable)"),
     "demo": ("demo", "play a few self-play games with PUCT search and print them as PGN"),
     "analyse": ("analyse", "search one position (FEN) and print the moves' visits, priors and values"),
     "selfplay": ("selfplay", "play self-play games on Ray actors and write (s, pi, z) Parquet shards"),

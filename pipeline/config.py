@@ -23,10 +23,12 @@ from models.net import NetConfig
 from models.search import SearchConfig
 from pipeline.config_errors import ConfigError
 from pipeline.evaluation.config import GatingConfig
+from pipeline.loop_config import RunConfig
+from pipeline.supervised.config import SupervisedConfig
 from pipeline.training.config import TrainConfig
 
 
-__all__ = ["Config", "ConfigError", "DemoConfig", "GatingConfig", "SelfPlayConfig", "TrainConfig", "load_config"]
+__all__ = ["Config", "ConfigError", "DemoConfig", "GatingConfig", "RunConfig", "SelfPlayConfig", "TrainConfig", "load_config"]
 
 
 @dataclass(frozen=True)
@@ -136,7 +138,9 @@ class Config:
     search: SearchConfig = field(default_factory=SearchConfig)
     selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
+    supervised: SupervisedConfig = field(default_factory=SupervisedConfig)
     gating: GatingConfig = field(default_factory=GatingConfig)
+    run: RunConfig = field(default_factory=RunConfig)
     demo: DemoConfig = field(default_factory=DemoConfig)
 
 
@@ -246,21 +250,53 @@ def _deep_copy(data: dict[str, Any]) -> dict[str, Any]:
     return {k: _deep_copy(v) if isinstance(v, dict) else v for k, v in data.items()}
 
 
-def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> Config:
-    """Load ``params.yaml`` (or the embedded defaults when ``path`` is None)."""
+PRESETS_DIR = Path(__file__).resolve().parents[1] / "presets"
+
+
+def preset_names() -> list[str]:
+    """The presets shipped in ``presets/`` (tiny, cpu, gpu, cluster)."""
+    return sorted(path.stem for path in PRESETS_DIR.glob("*.yaml"))
+
+
+def _read_yaml(path: str | Path) -> dict[str, Any]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"cannot read params file {path}: {error.strerror}") from error
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: not valid YAML: {error}") from error
+    if loaded is not None and not isinstance(loaded, dict):
+        raise ConfigError(f"{path}: top level must be a mapping")
+    return loaded or {}
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    merged = _deep_copy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def load_config(
+    path: str | Path | None = None, overrides: list[str] | None = None, preset: str | None = None
+) -> Config:
+    """Load ``params.yaml`` (or the embedded defaults when ``path`` is None),
+    then the ``preset`` (``presets/NAME.yaml``) merged over it, then overrides."""
     data: dict[str, Any] = {}
     source = "<defaults>"
     if path is not None:
         source = str(path)
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as error:
-            raise ConfigError(f"cannot read params file {source}: {error.strerror}") from error
-        try:
-            loaded = yaml.safe_load(text)
-        except yaml.YAMLError as error:
-            raise ConfigError(f"{source}: not valid YAML: {error}") from error
-        data = loaded if loaded is not None else {}
+        data = _read_yaml(path)
+    if preset:
+        if preset not in preset_names():
+            raise ConfigError(f"unknown preset {preset!r}; presets: {', '.join(preset_names())}")
+        data = _deep_merge(data, _read_yaml(PRESETS_DIR / f"{preset}.yaml"))
+        source = f"{source} + preset {preset}"
     if overrides:
         data = apply_overrides(data, overrides)
     return from_dict(Config, data, "", source)

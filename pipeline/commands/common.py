@@ -13,6 +13,7 @@ def add_params_arguments(parser: argparse.ArgumentParser) -> None:
         default="params.yaml",
         help="parameter file (default: params.yaml; 'none' for the embedded defaults)",
     )
+    parser.add_argument("--preset", help="merge presets/NAME.yaml over the params (tiny, cpu, gpu, cluster)")
     parser.add_argument(
         "--set",
         dest="overrides",
@@ -25,4 +26,4 @@ def add_params_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace) -> Config:
     path = None if args.params == "none" else args.params
-    return load_config(path, args.overrides)
+    return load_config(path, args.overrides, getattr(args, "preset", None))

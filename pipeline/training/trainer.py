@@ -26,7 +26,7 @@ import os
 import sys
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -124,6 +124,7 @@ def train(
     tracking_uri: str | None = None,
     progress_bar: bool | None = None,
     callbacks: Sequence[pl.Callback] = (),
+    tags: Mapping[str, str] | None = None,
 ) -> TrainResult:
     """Train ``config.net`` on the replay window of ``data_dir``; export it to ``out_dir/net.pt``.
 
@@ -140,6 +141,8 @@ def train(
         progress_bar: Lightning's progress bar (default: on when stderr is a
             terminal and not inside a Ray worker).
         callbacks: more Lightning callbacks.
+        tags: more MLflow tags of the run (e.g. ``mlflow.parentRunId`` to nest
+            it under a pipeline generation).
 
     Raises:
         TrainError: ``out_dir`` has a checkpoint and ``resume`` is False.
@@ -173,7 +176,7 @@ def train(
         max_epochs=-1,
         logger=logger,
         callbacks=[
-            _TrackingSetup(config, data_dir, paths, init_net, uri),
+            _TrackingSetup(config, data_dir, paths, init_net, uri, tags),
             PeriodicCheckpoint(paths.checkpoint, settings.checkpoint_every),
             *callbacks,
         ],
@@ -273,8 +276,15 @@ class _TrackingSetup(pl.Callback):
     """On rank 0 at the start of fit: create or reopen the MLflow run, save its id, log params and tags."""
 
     def __init__(
-        self, config: Config, data_dir: Any, paths: RunPaths, init_net: Any, uri: str
+        self,
+        config: Config,
+        data_dir: Any,
+        paths: RunPaths,
+        init_net: Any,
+        uri: str,
+        extra_tags: Mapping[str, str] | None = None,
     ) -> None:
+        self.extra_tags = dict(extra_tags or {})
         self.config = config
         self.data_dir = os.fspath(data_dir)
         self.paths = paths
@@ -304,6 +314,7 @@ class _TrackingSetup(pl.Callback):
         }
         if commit:
             tags[GIT_COMMIT_TAG] = commit
+        tags.update(self.extra_tags)
         logger.set_tags(tags)
 
 

@@ -1,0 +1,301 @@
+"""The whole AlphaZero loop: generation after generation of self-play (Ray
+actors) -> training (Lightning, on the replay window) -> gating (Ray matches).
+
+Run folder ``OUT``:
+
+* ``ledger.jsonl`` — append-only, one line per finished stage
+  (``{"generation", "stage", ...}``); a rerun skips what it lists, so killing
+  the loop anywhere and starting it again continues from the last finished
+  stage (self-play tasks whose shard exists are skipped too, training resumes
+  from its checkpoint);
+* ``shards/`` — every generation's self-play shards (the replay window's source);
+* ``gen0000/net.pt`` — the random initial network; ``genNNNN/train/`` the
+  training run of generation N (``net.pt`` inside), ``genNNNN/gate/`` its gate;
+* ``best.txt`` — path of the current best network;
+* ``metrics.json`` — per-generation figures (a DVC metrics file);
+* ``mlflow.db`` — the MLflow store (unless ``MLFLOW_TRACKING_URI`` is set):
+  one parent run per pipeline run, a nested run per generation (self-play
+  stats, final losses, gate results, PGNs), the training runs nested under
+  their generation, and the promoted networks as versions of the registered
+  model ``run.model_name`` with the alias ``champion`` on the latest.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from actors.gate import run_gate
+from actors.selfplay import run_selfplay
+from models.net import AlphaZeroNet
+from pipeline.atomic import atomic_write
+from pipeline.checkpoint import load_net, save_net
+from pipeline.config import Config, flatten
+
+log = logging.getLogger(__name__)
+
+PARENT_RUN_FILE = "pipeline.json"
+
+
+class Ledger:
+    """Append-only record of finished stages (one JSON object a line)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.entries: list[dict[str, Any]] = []
+        if path.exists():
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if not line.strip():
+                    continue
+                try:
+                    self.entries.append(json.loads(line))
+                except json.JSONDecodeError:
+                    # Only the last line can be torn (a kill mid-append): drop it.
+                    log.warning("%s:%d: unreadable ledger line dropped", path, number)
+
+    def find(self, generation: int, stage: str) -> dict[str, Any] | None:
+        for entry in self.entries:
+            if entry["generation"] == generation and entry["stage"] == stage:
+                return entry
+        return None
+
+    def append(self, entry: dict[str, Any]) -> None:
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(entry, default=str) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        self.entries.append(entry)
+
+
+class Tracker:
+    """MLflow bookkeeping of a pipeline run (parent, generations, registry)."""
+
+    def __init__(self, config: Config, out: Path) -> None:
+        import mlflow
+        from mlflow.tracking import MlflowClient
+
+        self.uri = os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{out.resolve()}/mlflow.db"
+        mlflow.set_tracking_uri(self.uri)
+        self.client = MlflowClient(self.uri)
+        experiment = self.client.get_experiment_by_name(config.train.experiment)
+        self.experiment_id = (
+            experiment.experiment_id
+            if experiment is not None
+            else self.client.create_experiment(
+                config.train.experiment, artifact_location=(out / "mlartifacts").resolve().as_uri()
+            )
+        )
+        self.model_name = config.run.model_name
+        info_path = out / PARENT_RUN_FILE
+        if info_path.exists():
+            self.parent_id = json.loads(info_path.read_text())["run_id"]
+            self.client.update_run(self.parent_id, status="RUNNING")
+        else:
+            run = self.client.create_run(self.experiment_id, run_name=f"pipeline {out.resolve().name}")
+            self.parent_id = run.info.run_id
+            self._log_params(self.parent_id, config)
+            with atomic_write(info_path) as handle:
+                handle.write(json.dumps({"run_id": self.parent_id, "tracking_uri": self.uri}).encode())
+
+    def _log_params(self, run_id: str, config: Config) -> None:
+        from mlflow.entities import Param
+
+        params = [Param(key, str(value)[:500]) for key, value in flatten(config).items()]
+        for start in range(0, len(params), 100):
+            self.client.log_batch(run_id, params=params[start : start + 100])
+
+    def generation_run(self, generation: int, existing: str | None) -> str:
+        if existing:
+            return existing
+        run = self.client.create_run(
+            self.experiment_id, run_name=f"gen{generation:04d}", tags={"mlflow.parentRunId": self.parent_id}
+        )
+        return run.info.run_id
+
+    def log_metrics(self, run_id: str, metrics: dict[str, float], step: int = 0) -> None:
+        import time
+
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        items = [Metric(k, float(v), now, step) for k, v in metrics.items() if isinstance(v, (int, float))]
+        if items:
+            self.client.log_batch(run_id, metrics=items)
+
+    def register(self, run_id: str, net_path: str) -> str:
+        """Log ``net_path`` under ``run_id`` and make it the ``champion`` version."""
+        self.client.log_artifact(run_id, net_path, "net")
+        artifact_uri = self.client.get_run(run_id).info.artifact_uri
+        try:
+            self.client.get_registered_model(self.model_name)
+        except Exception:  # noqa: BLE001 - MLflow raises a generic error when absent
+            self.client.create_registered_model(self.model_name)
+        version = self.client.create_model_version(self.model_name, f"{artifact_uri}/net", run_id=run_id)
+        self.client.set_registered_model_alias(self.model_name, "champion", version.version)
+        return str(version.version)
+
+    def finish(self, run_id: str) -> None:
+        self.client.set_terminated(run_id, "FINISHED")
+
+
+def run_pipeline(
+    config: Config, out: str | Path, *, on_event: Callable[[str], None] | None = None
+) -> dict[str, Any]:
+    """Run ``config.run.generations`` generations into ``out`` (resumable)."""
+    from pipeline.training.trainer import train
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    say = on_event or (lambda text: log.info("%s", text))
+    ledger = Ledger(out / "ledger.jsonl")
+    tracker = Tracker(config, out)
+    best = _initial_best(config, out, ledger, tracker)
+    shards = str(out / "shards")
+    history: list[dict[str, Any]] = [e["summary"] for e in ledger.entries if e["stage"] == "generation"]
+    latest = best  # training continues from the newest trained net; self-play uses the best
+    for generation in range(1, config.run.generations + 1):
+        finished = ledger.find(generation, "generation")
+        if finished is not None:
+            best = finished["best"]
+            latest = ledger.find(generation, "train")["net"]  # type: ignore[index]
+            continue
+        started = ledger.find(generation, "start")
+        run_id = tracker.generation_run(generation, started["run_id"] if started else None)
+        if started is None:
+            ledger.append({"generation": generation, "stage": "start", "run_id": run_id})
+        summary: dict[str, Any] = {"generation": generation}
+
+        selfplay = ledger.find(generation, "selfplay")
+        if selfplay is None:
+            say(f"generation {generation}: self-play of {config.run.games_per_generation} games")
+            report = run_selfplay(config, shards, config.run.games_per_generation, net=load_net(best),
+                                  generation=generation)  # fmt: skip
+            selfplay = {"generation": generation, "stage": "selfplay", **report.summary()}
+            ledger.append(selfplay)
+        tracker.log_metrics(run_id, {f"selfplay/{k}": v for k, v in selfplay.items() if k not in ("stage",)})
+        summary["selfplay"] = {k: v for k, v in selfplay.items() if k not in ("generation", "stage")}
+
+        trained = ledger.find(generation, "train")
+        if trained is None:
+            say(f"generation {generation}: training {config.train.max_steps} steps")
+            result = train(
+                config, shards, out / f"gen{generation:04d}" / "train", init_net=latest, resume=True,
+                tracking_uri=tracker.uri, progress_bar=False, tags={"mlflow.parentRunId": run_id},
+            )  # fmt: skip
+            trained = {"generation": generation, "stage": "train", "net": result.net_path,
+                       "steps": result.steps, "metrics": result.metrics}  # fmt: skip
+            ledger.append(trained)
+        latest = trained["net"]
+        tracker.log_metrics(run_id, {k: v for k, v in trained["metrics"].items() if k.startswith("loss/")})
+        summary["train"] = trained["metrics"]
+
+        gated = ledger.find(generation, "gate")
+        if gated is None:
+            say(f"generation {generation}: gate")
+            gate_dir = out / f"gen{generation:04d}" / "gate"
+            decision = run_gate(config, trained["net"], best, gate_dir)
+            gated = {"generation": generation, "stage": "gate", **decision.as_dict()}
+            for pgn in sorted(gate_dir.glob("*.pgn")):
+                tracker.client.log_artifact(run_id, str(pgn), "pgn")
+            if decision.promote:
+                gated["model_version"] = tracker.register(run_id, trained["net"])
+            ledger.append(gated)
+        if gated["promote"]:
+            best = trained["net"]
+            _write_best(out, best)
+        summary["gate"] = _gate_metrics(gated)
+        tracker.log_metrics(run_id, summary["gate"])
+        tracker.finish(run_id)
+        ledger.append({"generation": generation, "stage": "generation", "best": best, "summary": summary})
+        history.append(summary)
+        _write_metrics(out, history)
+        say(_status_line(summary))
+    _plot(out, history, tracker)
+    tracker.finish(tracker.parent_id)
+    return {"generations": history, "best": best, "mlflow": tracker.uri, "parent_run": tracker.parent_id}
+
+
+def _initial_best(config: Config, out: Path, ledger: Ledger, tracker: Tracker) -> str:
+    entry = ledger.find(0, "init")
+    if entry is not None:
+        best_file = out / "best.txt"
+        return best_file.read_text().strip() if best_file.exists() else entry["net"]
+    torch.manual_seed(config.selfplay.seed)
+    path = out / "gen0000" / "net.pt"
+    save_net(AlphaZeroNet(config.net), path)
+    run_id = tracker.generation_run(0, None)
+    version = tracker.register(run_id, str(path))
+    tracker.finish(run_id)
+    _write_best(out, str(path))
+    ledger.append({"generation": 0, "stage": "init", "net": str(path), "model_version": version})
+    return str(path)
+
+
+def _write_best(out: Path, best: str) -> None:
+    with atomic_write(out / "best.txt") as handle:
+        handle.write(best.encode())
+
+
+def _gate_metrics(gated: dict[str, Any]) -> dict[str, float]:
+    metrics: dict[str, float] = {"gate/promoted": float(gated["promote"])}
+    head = gated.get("vs_best", {}).get("pairings", [{}])
+    if head and head[0].get("elo") is not None:
+        metrics["gate/elo_vs_best"] = head[0]["elo"]
+        metrics["gate/score_vs_best"] = head[0]["score"]
+    for index, level in enumerate(gated.get("ladder", [])):
+        if level.get("elo") is not None:
+            metrics[f"ladder/{index}/elo"] = level["elo"]
+            metrics[f"ladder/{index}/score"] = level["score"]
+    return metrics
+
+
+def _write_metrics(out: Path, history: list[dict[str, Any]]) -> None:
+    with atomic_write(out / "metrics.json") as handle:
+        handle.write(json.dumps({"generations": history, "last": history[-1] if history else {}},
+                                indent=2, default=str).encode())  # fmt: skip
+
+
+def _status_line(summary: dict[str, Any]) -> str:
+    gate = summary["gate"]
+    train = summary["train"]
+    selfplay = summary["selfplay"]
+    ladder = " ".join(f"SF{key.split('/')[1]} {value:+.0f}" for key, value in gate.items() if key.endswith("/elo"))
+    return (
+        f"generation {summary['generation']}: {selfplay.get('games', 0):.0f} games "
+        f"({selfplay.get('positions_per_s', 0):.0f} pos/s), loss {train.get('loss/total', float('nan')):.3f} "
+        f"(policy {train.get('loss/policy', float('nan')):.3f}, value {train.get('loss/value', float('nan')):.3f}), "
+        f"gate: {'PROMOTED' if gate['gate/promoted'] else 'rejected'}"
+        + (f", vs best {gate['gate/elo_vs_best']:+.0f} Elo" if "gate/elo_vs_best" in gate else "")
+        + (f", ladder {ladder}" if ladder else "")
+    )
+
+
+def _plot(out: Path, history: list[dict[str, Any]], tracker: Tracker) -> None:
+    """Elo over generations (vs best and vs each ladder level) as a PNG artifact."""
+    if not history:
+        return
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(6, 4))
+    generations = [entry["generation"] for entry in history]
+    keys = sorted({key for entry in history for key in entry["gate"] if key.endswith("elo") or "elo_vs" in key})
+    for key in keys:
+        axis.plot(generations, [entry["gate"].get(key, float("nan")) for entry in history], marker="o", label=key)
+    axis.set_xlabel("generation")
+    axis.set_ylabel("Elo (candidate's view)")
+    axis.legend(fontsize="small")
+    axis.grid(alpha=0.3)
+    figure.tight_layout()
+    path = out / "elo.png"
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    tracker.client.log_artifact(tracker.parent_id, str(path))

@@ -1,0 +1,35 @@
+"""``zerochess run``: the whole loop, generation after generation of
+self-play -> training -> gating (resumable; see ``actors/loop.py``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from rich.console import Console
+
+from pipeline.commands.common import add_params_arguments, config_from_args
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_params_arguments(parser)
+    parser.add_argument("--out", default="runs/pipeline", help="run folder (rerun the same command to resume)")
+    parser.add_argument("--ray-address", help="Ray cluster to join (default: start or find a local one)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from actors.loop import run_pipeline
+    from actors.selfplay import init_ray
+
+    config = config_from_args(args)
+    console = Console(stderr=True)
+    init_ray(args.ray_address)
+    result = run_pipeline(config, args.out, on_event=lambda text: console.print(f"[bold]{text}"))
+    for entry in result["generations"]:
+        gate = entry["gate"]
+        print(f"generation {entry['generation']}: loss/total {entry['train'].get('loss/total', float('nan')):.3f}, "
+              f"{'promoted' if gate['gate/promoted'] else 'rejected'}, "
+              f"Elo vs best {gate.get('gate/elo_vs_best', float('nan')):+.0f}")  # fmt: skip
+    print(json.dumps({"best": result["best"], "mlflow": result["mlflow"], "parent_run": result["parent_run"]}))
+    print(f"compare runs: mlflow ui --backend-store-uri {result['mlflow']}  (then open http://127.0.0.1:5000)")
+    return 0

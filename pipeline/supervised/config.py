@@ -1,0 +1,104 @@
+"""Supervised-phase parameters (the ``supervised`` section of ``params.yaml``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipeline.config_errors import ConfigError
+
+__all__ = ["SupervisedConfig"]
+
+
+@dataclass(frozen=True)
+class SupervisedConfig:
+    """PGN conversion, Stockfish labelling and pretraining evaluation.
+
+    Attributes:
+        min_elo: keep a game only if every rating header present
+            (``WhiteElo``, ``BlackElo``) is at least this; a missing or
+            non-numeric rating does not drop a game; 0 = no rating filter.
+        min_time_control_s: keep a game only if its ``TimeControl`` lasts at
+            least this many seconds, estimated as base + 40 x increment (as
+            lichess classifies games: 180+2 counts 260 s); games without a
+            usable ``TimeControl`` (missing, ``?``, ``-``) are kept; 0 = off.
+        min_plies: games with fewer main-line plies are left out.
+        label_smoothing: epsilon of the move target: pi is ``1 - epsilon`` on
+            the move played plus ``epsilon`` spread evenly over all legal
+            moves; 0 = one-hot (no legal-move generation needed).
+        heldout_fraction: share of games written to the held-out split,
+            chosen by a stable hash of the game's start position and moves
+            (so a game and its duplicates always land in the same split).
+        positions_per_shard: rows buffered per split before a shard is
+            written: bounds the memory of a conversion (~1 KB a row).
+        max_game_bytes: a game whose text exceeds this (an unclosed comment,
+            a corrupt file) is dropped and the reader resynchronises on the
+            next header, so memory stays bounded.
+        workers: Ray tasks converting files at the same time (one file each).
+        cpus_per_worker: Ray ``num_cpus`` of each conversion task.
+        max_retries: Ray retries of a conversion task whose worker died.
+        label_depth: Stockfish search depth per labelled position
+            (``zerochess label --depth`` overrides it).
+        label_nodes: node limit per labelled position instead of the depth
+            when > 0.
+        label_multipv: moves Stockfish scores per position (MultiPV); pi is
+            a softmax over these moves only.
+        label_temperature_cp: temperature of that softmax in centipawns:
+            a move ``T`` centipawns worse than the best gets ``1/e`` of its
+            weight.
+        label_seed: seed of the outcome drawn for the ``z`` column of
+            labelled positions (see :mod:`pipeline.supervised.labelling`) and
+            of ``--random`` positions.
+        label_random_max_plies: ``--random`` positions are reached by 0 to
+            this many uniformly random moves from the start position.
+        stockfish_path: the Stockfish binary; empty = ``stockfish`` on PATH,
+            else ``/usr/games/stockfish``.
+        stockfish_threads: Stockfish ``Threads`` while labelling.
+        stockfish_hash_mb: Stockfish ``Hash`` while labelling.
+        heldout_max_positions: held-out positions ``zerochess pretrain``
+            evaluates (the first ones in shard order); 0 = all.
+        eval_batch_size: positions per forward pass in that evaluation.
+    """
+
+    min_elo: int = 0
+    min_time_control_s: int = 0
+    min_plies: int = 1
+    label_smoothing: float = 0.0
+    heldout_fraction: float = 0.05
+    positions_per_shard: int = 50_000
+    max_game_bytes: int = 1_000_000
+    workers: int = 2
+    cpus_per_worker: float = 1.0
+    max_retries: int = 2
+    label_depth: int = 8
+    label_nodes: int = 0
+    label_multipv: int = 8
+    label_temperature_cp: float = 100.0
+    label_seed: int = 0
+    label_random_max_plies: int = 40
+    stockfish_path: str = ""
+    stockfish_threads: int = 1
+    stockfish_hash_mb: int = 16
+    heldout_max_positions: int = 50_000
+    eval_batch_size: int = 256
+
+    def __post_init__(self) -> None:
+        for name in ("positions_per_shard", "max_game_bytes", "workers", "label_depth",
+                     "label_multipv", "stockfish_threads", "stockfish_hash_mb",
+                     "eval_batch_size"):  # fmt: skip
+            _require(name, getattr(self, name), getattr(self, name) >= 1, ">= 1")
+        for name in ("min_elo", "min_time_control_s", "min_plies", "cpus_per_worker",
+                     "max_retries", "label_nodes", "label_seed", "label_random_max_plies",
+                     "heldout_max_positions"):  # fmt: skip
+            _require(name, getattr(self, name), getattr(self, name) >= 0, ">= 0")
+        _require("label_smoothing", self.label_smoothing, 0.0 <= self.label_smoothing < 1.0,
+                 "in [0, 1)")
+        _require("heldout_fraction", self.heldout_fraction, 0.0 <= self.heldout_fraction < 1.0,
+                 "in [0, 1)")
+        _require("label_temperature_cp", self.label_temperature_cp,
+                 self.label_temperature_cp > 0, "> 0")
+
+
+def _require(name: str, value: object, ok: bool, what: str) -> None:
+    """Raises ConfigError naming ``supervised.<name>`` unless ``ok``."""
+    if not ok:
+        raise ConfigError(f"supervised.{name} must be {what}, got {value!r}")

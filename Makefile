@@ -35,7 +35,7 @@ stockfish:
 install: $(STAMP) stockfish
 
 demo: install
-	$(VENV)/bin/zerochess demo $(DEMO_ARGS)
+	RAY_AUTH_MODE=$${RAY_AUTH_MODE:-disabled} $(VENV)/bin/zerochess run --preset cpu --out runs/demo $(DEMO_ARGS)
 
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)

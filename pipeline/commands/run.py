@@ -30,6 +30,26 @@ def run(args: argparse.Namespace) -> int:
         print(f"generation {entry['generation']}: loss/total {entry['train'].get('loss/total', float('nan')):.3f}, "
               f"{'promoted' if gate['gate/promoted'] else 'rejected'}, "
               f"Elo vs best {gate.get('gate/elo_vs_best', float('nan')):+.0f}")  # fmt: skip
+    _print_last_game(args.out, result)
     print(json.dumps({"best": result["best"], "mlflow": result["mlflow"], "parent_run": result["parent_run"]}))
     print(f"compare runs: mlflow ui --backend-store-uri {result['mlflow']}  (then open http://127.0.0.1:5000)")
     return 0
+
+
+def _print_last_game(out: str, result: dict) -> None:
+    """The first gating game of the last generation, as PGN."""
+    import io
+    from pathlib import Path
+
+    import chess.pgn
+
+    if not result["generations"]:
+        return
+    last = result["generations"][-1]["generation"]
+    for name in ("vs_best.pgn", "ladder_0.pgn"):
+        path = Path(out) / f"gen{last:04d}" / "gate" / name
+        if path.exists():
+            game = chess.pgn.read_game(io.StringIO(path.read_text()))
+            if game is not None:
+                print(f"\nA gating game of generation {last} ({name}):\n{game}\n")
+                return

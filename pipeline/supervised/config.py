@@ -63,7 +63,7 @@ class SupervisedConfig:
     min_time_control_s: int = 0
     min_plies: int = 1
     label_smoothing: float = 0.0
-    heldout_fraction: float = 0.05
+    heldout_fraction: float = 0.1
     positions_per_shard: int = 50_000
     max_game_bytes: int = 1_000_000
     workers: int = 2

@@ -77,6 +77,8 @@ __all__ = [
     "ShardBuffer",
     "SupervisedDataError",
     "convert_files",
+    "file_tag",
+    "fast_fen",
     "find_pgn_files",
     "game_rows",
     "is_heldout",
@@ -216,6 +218,54 @@ class GameRows:
         return len(self.fen)
 
 
+_PIECE_LETTERS: Final = tuple(
+    (chess.piece_symbol(piece_type).upper(), chess.piece_symbol(piece_type))
+    for piece_type in chess.PIECE_TYPES
+)
+
+
+def fast_fen(board: chess.Board) -> str:
+    """``board.fen()`` for standard chess, from the bitboards (~5x faster).
+
+    python-chess builds the placement with 64 ``piece_at`` calls; here each
+    piece bitboard is scanned once. The en passant square is shown only when
+    a legal en passant capture exists, as ``board.fen()`` does by default.
+    """
+    cells: list[str | None] = [None] * 64
+    white = board.occupied_co[chess.WHITE]
+    bitboards = (board.pawns, board.knights, board.bishops, board.rooks, board.queens,
+                 board.kings)
+    for (upper, lower), pieces in zip(_PIECE_LETTERS, bitboards, strict=True):
+        for mask, letter in ((pieces & white, upper), (pieces & ~white, lower)):
+            while mask:
+                low = mask & -mask
+                cells[low.bit_length() - 1] = letter
+                mask ^= low
+    ranks = []
+    for rank in range(7, -1, -1):
+        text, empty = [], 0
+        for cell in cells[rank * 8 : rank * 8 + 8]:
+            if cell is None:
+                empty += 1
+                continue
+            if empty:
+                text.append(str(empty))
+                empty = 0
+            text.append(cell)
+        if empty:
+            text.append(str(empty))
+        ranks.append("".join(text))
+    rights = board.clean_castling_rights()
+    castling = "".join(letter for square, letter in ((chess.H1, "K"), (chess.A1, "Q"),
+                                                     (chess.H8, "k"), (chess.A8, "q"))
+                       if rights & chess.BB_SQUARES[square]) or "-"
+    ep = board.ep_square
+    en_passant = chess.SQUARE_NAMES[ep] if ep is not None and board.has_legal_en_passant() \
+        else "-"
+    return (f"{'/'.join(ranks)} {'w' if board.turn else 'b'} {castling} {en_passant} "
+            f"{board.halfmove_clock} {board.fullmove_number}")
+
+
 def _smoothed_policy(board: chess.Board, move: chess.Move, policy_map: PolicyMap,
                      smoothing: float) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
     """(indices, probabilities) of pi for the move played: one-hot or label-smoothed."""
@@ -244,7 +294,7 @@ def game_rows(game: ParsedGame, game_id: str, policy_map: PolicyMap,
     for ply, move in enumerate(game.moves):
         snapshots[ply] = history.snapshot()
         metas[ply] = board_meta(board)
-        fens.append(board.fen())
+        fens.append(fast_fen(board))
         index, prob = _smoothed_policy(board, move, policy_map, smoothing)
         indices.append(index)
         probs.append(prob)

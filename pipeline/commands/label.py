@@ -1,0 +1,82 @@
+"""``zerochess label``: Stockfish MultiPV labels for positions, as train/held-out shards.
+
+Positions come from an EPD/FEN file (``--positions``), from random play
+(``--random N``) or from existing shards (``--shards DIR``, e.g. self-play).
+pi is a softmax over Stockfish's MultiPV scores and the value target comes
+from its evaluation: :mod:`pipeline.supervised.labelling` documents both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import asdict, replace
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from pipeline.commands.common import add_params_arguments, config_from_args
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_params_arguments(parser)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--positions", metavar="FILE", help="EPD or FEN file, one position a line")
+    source.add_argument("--random", type=int, metavar="N",
+                        help="N positions reached by random moves from the start "
+                             "(supervised.label_random_max_plies, seed supervised.label_seed)")
+    source.add_argument("--shards", metavar="DIR", help="the positions of a shard folder")
+    parser.add_argument("--depth", type=int, help="Stockfish depth (supervised.label_depth)")
+    parser.add_argument("--nodes", type=int, help="Stockfish nodes instead of a depth")
+    parser.add_argument("--multipv", type=int, help="moves scored (supervised.label_multipv)")
+    parser.add_argument("--out", default="runs/label",
+                        help="output folder: OUT/train, OUT/heldout, OUT/label.json "
+                             "(default runs/label)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace the shards of an earlier run in OUT")
+
+
+def _positions(args: argparse.Namespace, settings):  # noqa: ANN001, ANN202
+    from pipeline.supervised import labelling
+
+    if args.positions:
+        return labelling.positions_from_file(args.positions), None
+    if args.random is not None:
+        if args.random < 1:
+            raise ValueError(f"--random must be >= 1, got {args.random}")
+        return labelling.random_positions(args.random, settings.label_seed,
+                                          settings.label_random_max_plies), args.random
+    return labelling.positions_from_shards(args.shards), None
+
+
+def run(args: argparse.Namespace) -> int:
+    from pipeline.supervised.convert import prepare_output
+    from pipeline.supervised.labelling import StockfishLabeller, label_positions
+
+    config = config_from_args(args)
+    settings = config.supervised
+    if args.depth is not None:
+        settings = replace(settings, label_depth=args.depth)
+    if args.multipv is not None:
+        settings = replace(settings, label_multipv=args.multipv)
+    if args.nodes is not None:
+        settings = replace(settings, label_nodes=args.nodes)
+    positions, total = _positions(args, settings)
+    prepare_output(args.out, overwrite=args.overwrite)
+    started = time.perf_counter()
+    with StockfishLabeller(settings) as labeller, Progress(
+        TextColumn("label"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"),
+        TimeElapsedColumn(), console=Console(stderr=True),
+    ) as progress:  # fmt: skip
+        bar = progress.add_task("positions", total=total, status="")
+
+        def on_position(report) -> None:  # noqa: ANN001 - a LabelReport
+            rate = report.positions / max(time.perf_counter() - started, 1e-9)
+            progress.update(bar, completed=report.positions, status=f"{rate:.1f} positions/s")
+
+        report = label_positions(positions, labeller, args.out, settings,
+                                 config.net.policy_encoding, on_position=on_position)
+    print(json.dumps({"out": args.out, **asdict(report),
+                      "positions_per_s": report.positions_per_s}, indent=2))
+    return 1 if sum(report.labelled.values()) == 0 else 0

@@ -35,7 +35,7 @@ from actors.gate import run_gate
 from actors.selfplay import run_selfplay
 from models.net import AlphaZeroNet
 from pipeline.atomic import atomic_write
-from pipeline.checkpoint import load_net, save_net
+from pipeline.checkpoint import load_net, load_weights, save_net
 from pipeline.config import Config, flatten
 
 log = logging.getLogger(__name__)
@@ -145,9 +145,16 @@ class Tracker:
 
 
 def run_pipeline(
-    config: Config, out: str | Path, *, on_event: Callable[[str], None] | None = None
+    config: Config,
+    out: str | Path,
+    *,
+    init_net: str | None = None,
+    on_event: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Run ``config.run.generations`` generations into ``out`` (resumable)."""
+    """Run ``config.run.generations`` generations into ``out`` (resumable).
+
+    ``init_net`` (e.g. a supervised ``zerochess pretrain`` export) replaces the
+    random generation-0 network; it must have ``config.net``'s architecture."""
     from pipeline.training.trainer import train
 
     out = Path(out)
@@ -155,7 +162,7 @@ def run_pipeline(
     say = on_event or (lambda text: log.info("%s", text))
     ledger = Ledger(out / "ledger.jsonl")
     tracker = Tracker(config, out)
-    best = _initial_best(config, out, ledger, tracker)
+    best = _initial_best(config, out, ledger, tracker, init_net)
     shards = str(out / "shards")
     history: list[dict[str, Any]] = [e["summary"] for e in ledger.entries if e["stage"] == "generation"]
     latest = best  # training continues from the newest trained net; self-play uses the best
@@ -221,14 +228,17 @@ def run_pipeline(
     return {"generations": history, "best": best, "mlflow": tracker.uri, "parent_run": tracker.parent_id}
 
 
-def _initial_best(config: Config, out: Path, ledger: Ledger, tracker: Tracker) -> str:
+def _initial_best(config: Config, out: Path, ledger: Ledger, tracker: Tracker, init_net: str | None) -> str:
     entry = ledger.find(0, "init")
     if entry is not None:
         best_file = out / "best.txt"
         return best_file.read_text().strip() if best_file.exists() else entry["net"]
     torch.manual_seed(config.selfplay.seed)
+    net = AlphaZeroNet(config.net)
+    if init_net is not None:
+        load_weights(net, init_net)  # another architecture: an error naming both shapes
     path = out / "gen0000" / "net.pt"
-    save_net(AlphaZeroNet(config.net), path)
+    save_net(net, path)
     run_id = tracker.generation_run(0, None)
     version = tracker.register(run_id, str(path))
     tracker.finish(run_id)

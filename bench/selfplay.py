@@ -99,9 +99,14 @@ def main() -> None:
     net = AlphaZeroNet(config.net).eval().to(memory_format=torch.channels_last)
     runs = []
     with tempfile.TemporaryDirectory() as out:
+        batch_guess = args.games * config.search.leaves_per_batch
         for _ in range(args.repeats):
+            # Inference measured just before and just after each self-play
+            # run, so load from other processes drifts into both sides alike.
+            before = inference_rate(net, batch_guess)
             evals, positions, batch = selfplay_rate(config, net, args.games, out)
-            raw = inference_rate(net, int(round(batch)))
+            batch_guess = int(round(batch))
+            raw = (before + inference_rate(net, batch_guess)) / 2
             runs.append((evals, positions, batch, raw, evals / raw))
     evals, positions, batch, raw, share = (statistics.median(column) for column in zip(*runs))
     print(f"6x64 net, {args.games} games x {args.plies} plies, {args.simulations} simulations/move, "

@@ -24,7 +24,7 @@ centipawns down for ``RESIGN_PLIES`` consecutive own moves), or at
 draw). ``Termination`` says which. Openings: most games begin with a random
 prefix of a named line of ``data/make_openings.py``.
 
-Run ``python data/make_games.py`` (about 5 minutes on 2 cores) to rebuild.
+Run ``python data/make_games.py`` (about 3 minutes on 2 cores) to rebuild.
 """
 
 from __future__ import annotations
@@ -43,10 +43,10 @@ import chess.engine
 import chess.pgn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_openings import LINES  # noqa: E402
+from make_openings import LINES
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from pipeline.players.stockfish import find_stockfish  # noqa: E402
+from pipeline.players.stockfish import find_stockfish
 
 OUT = Path(__file__).resolve().parent / "games" / "zerochess-mixed.pgn.gz"
 MULTIPV = 5

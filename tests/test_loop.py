@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -21,6 +21,7 @@ def run_loop(out: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)
 
 
+@pytest.mark.slow
 def test_tiny_run_two_generations_then_resume_does_nothing(tmp_path: Path) -> None:
     import mlflow
     from mlflow.tracking import MlflowClient
@@ -56,3 +57,31 @@ def test_tiny_run_two_generations_then_resume_does_nothing(tmp_path: Path) -> No
     assert len(trains) == 2 and all(parents[t] in generations for t in trains)
     champion = MlflowClient(uri).get_model_version_by_alias("zerochess", "champion")
     assert int(champion.version) >= 1
+
+
+@pytest.mark.parametrize("same_architecture", [True, False])
+def test_generation_zero_can_start_from_a_pretrained_net(tmp_path: Path, same_architecture: bool) -> None:
+    import torch
+
+    from actors.loop import Ledger, Tracker, _initial_best
+    from models.net import AlphaZeroNet, ArchitectureMismatchError, NetConfig
+    from pipeline.checkpoint import load_net, save_net
+    from pipeline.config import load_config
+
+    os.environ.pop("MLFLOW_TRACKING_URI", None)
+    config = load_config(None, preset="tiny")
+    torch.manual_seed(7)
+    net_config = config.net if same_architecture else NetConfig(blocks=1, filters=8)
+    pretrained = AlphaZeroNet(net_config)
+    save_net(pretrained, tmp_path / "pretrained.pt")
+    out = tmp_path / "run"
+    out.mkdir()
+    tracker, ledger = Tracker(config, out), Ledger(out / "ledger.jsonl")
+    if not same_architecture:
+        with pytest.raises(ArchitectureMismatchError, match="checkpoint"):
+            _initial_best(config, out, ledger, tracker, str(tmp_path / "pretrained.pt"))
+        return
+    best = _initial_best(config, out, ledger, tracker, str(tmp_path / "pretrained.pt"))
+    loaded = load_net(best)
+    for name, tensor in pretrained.state_dict().items():
+        assert torch.equal(loaded.state_dict()[name], tensor), name

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from dataclasses import asdict, replace
 
@@ -37,16 +38,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="replace the shards of an earlier run in OUT")
 
 
-def _positions(args: argparse.Namespace, settings):  # noqa: ANN001, ANN202
+def _positions(args: argparse.Namespace, settings):
     from pipeline.supervised import labelling
+    from pipeline.supervised.convert import SupervisedDataError
 
     if args.positions:
+        if not os.path.isfile(args.positions):
+            raise SupervisedDataError(f"--positions {args.positions!r}: no such file")
         return labelling.positions_from_file(args.positions), None
     if args.random is not None:
         if args.random < 1:
             raise ValueError(f"--random must be >= 1, got {args.random}")
         return labelling.random_positions(args.random, settings.label_seed,
                                           settings.label_random_max_plies), args.random
+    if not os.path.isdir(args.shards):
+        raise SupervisedDataError(f"--shards {args.shards!r}: no such folder")
     return labelling.positions_from_shards(args.shards), None
 
 
@@ -71,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     ) as progress:  # fmt: skip
         bar = progress.add_task("positions", total=total, status="")
 
-        def on_position(report) -> None:  # noqa: ANN001 - a LabelReport
+        def on_position(report) -> None:
             rate = report.positions / max(time.perf_counter() - started, 1e-9)
             progress.update(bar, completed=report.positions, status=f"{rate:.1f} positions/s")
 

@@ -4,6 +4,7 @@ Streams any number of PGN files (plain, ``.gz``, ``.bz2``, ``.zst``) in
 bounded memory; several files are converted in parallel on Ray. See
 :mod:`pipeline.supervised.convert` for the rows and the split and
 :mod:`pipeline.supervised.pgn` for which games are dropped or filtered.
+Exit status: 0, or 1 when no game was accepted (nothing written).
 """
 
 from __future__ import annotations
@@ -60,11 +61,13 @@ def run(args: argparse.Namespace) -> int:
     with Progress(TextColumn("pgn2shards"), TextColumn("{task.fields[status]}"),
                   TimeElapsedColumn(), console=console) as progress:  # fmt: skip
         bar = progress.add_task("games", total=None, status="")
-        totals = {"games": 0, "accepted": 0}
+        totals = {"games": 0}
         done_files: set[str] = set()
 
-        def on_progress(event) -> None:  # noqa: ANN001 - a convert.Progress
+        def on_progress(event) -> None:
             totals["games"] += event.delta
+            if event.done:
+                done_files.add(event.tag)
             rate = totals["games"] / max(time.perf_counter() - started, 1e-9)
             progress.update(bar, status=f"{totals['games']} games  {rate:.0f} games/s  "
                                         f"files {len(done_files)}/{len(files)}")

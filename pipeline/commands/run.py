@@ -14,6 +14,7 @@ from pipeline.commands.common import add_params_arguments, config_from_args
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_params_arguments(parser)
     parser.add_argument("--out", default="runs/pipeline", help="run folder (rerun the same command to resume)")
+    parser.add_argument("--init-checkpoint", help="start generation 0 from this net (e.g. zerochess pretrain's)")
     parser.add_argument("--ray-address", help="Ray cluster to join (default: start or find a local one)")
 
 
@@ -24,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     console = Console(stderr=True)
     init_ray(args.ray_address)
-    result = run_pipeline(config, args.out, on_event=lambda text: console.print(f"[bold]{text}"))
+    result = run_pipeline(config, args.out, init_net=args.init_checkpoint, on_event=lambda text: console.print(f"[bold]{text}"))
     for entry in result["generations"]:
         gate = entry["gate"]
         print(f"generation {entry['generation']}: loss/total {entry['train'].get('loss/total', float('nan')):.3f}, "

@@ -17,7 +17,7 @@ import os
 import shutil
 import signal
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import CancelledError, ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass
 
@@ -164,7 +164,12 @@ class StockfishPlayer:
                 if move is None or move not in board.legal_moves:
                     raise chess.engine.EngineError(f"engine returned no legal move ({move})")
                 return move
-            except (chess.engine.EngineTerminatedError, chess.engine.EngineError, TimeoutError) as error:
+            except (
+                chess.engine.EngineTerminatedError,
+                chess.engine.EngineError,
+                TimeoutError,
+                CancelledError,  # a call pending when the engine died
+            ) as error:
                 last_error = error
                 log.warning("Stockfish failed on %s (%s); restart %d", board.fen(), error, attempt + 1)
                 if attempt < self.settings.retries:

@@ -40,7 +40,7 @@ import os
 import shutil
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, Final
@@ -77,8 +77,8 @@ __all__ = [
     "ShardBuffer",
     "SupervisedDataError",
     "convert_files",
-    "file_tag",
     "fast_fen",
+    "file_tag",
     "find_pgn_files",
     "game_rows",
     "is_heldout",
@@ -223,6 +223,8 @@ _PIECE_LETTERS: Final = tuple(
     for piece_type in chess.PIECE_TYPES
 )
 
+_EMPTY_RUNS: Final = tuple("1" * n for n in range(8, 1, -1))
+
 
 def fast_fen(board: chess.Board) -> str:
     """``board.fen()`` for standard chess, from the bitboards (~5x faster).
@@ -231,7 +233,7 @@ def fast_fen(board: chess.Board) -> str:
     piece bitboard is scanned once. The en passant square is shown only when
     a legal en passant capture exists, as ``board.fen()`` does by default.
     """
-    cells: list[str | None] = [None] * 64
+    cells = ["1"] * 64
     white = board.occupied_co[chess.WHITE]
     bitboards = (board.pawns, board.knights, board.bishops, board.rooks, board.queens,
                  board.kings)
@@ -241,20 +243,9 @@ def fast_fen(board: chess.Board) -> str:
                 low = mask & -mask
                 cells[low.bit_length() - 1] = letter
                 mask ^= low
-    ranks = []
-    for rank in range(7, -1, -1):
-        text, empty = [], 0
-        for cell in cells[rank * 8 : rank * 8 + 8]:
-            if cell is None:
-                empty += 1
-                continue
-            if empty:
-                text.append(str(empty))
-                empty = 0
-            text.append(cell)
-        if empty:
-            text.append(str(empty))
-        ranks.append("".join(text))
+    placement = "/".join("".join(cells[start : start + 8]) for start in range(56, -8, -8))
+    for run in _EMPTY_RUNS:  # runs of empty squares, longest first
+        placement = placement.replace(run, str(len(run)))
     rights = board.clean_castling_rights()
     castling = "".join(letter for square, letter in ((chess.H1, "K"), (chess.A1, "Q"),
                                                      (chess.H8, "k"), (chess.A8, "q"))
@@ -262,7 +253,7 @@ def fast_fen(board: chess.Board) -> str:
     ep = board.ep_square
     en_passant = chess.SQUARE_NAMES[ep] if ep is not None and board.has_legal_en_passant() \
         else "-"
-    return (f"{'/'.join(ranks)} {'w' if board.turn else 'b'} {castling} {en_passant} "
+    return (f"{placement} {'w' if board.turn else 'b'} {castling} {en_passant} "
             f"{board.halfmove_clock} {board.fullmove_number}")
 
 
@@ -374,13 +365,17 @@ class ShardBuffer:
 
 @dataclass(frozen=True)
 class Progress:
-    """A progress event of one file: games read so far (``delta`` since the last event)."""
+    """A progress event of one file: games read so far (``delta`` since the last event).
+
+    ``done`` marks the file's last event.
+    """
 
     tag: str
     games: int
     delta: int
     accepted: int
     positions: int
+    done: bool = False
 
 
 @dataclass
@@ -470,7 +465,7 @@ class PgnFileConverter:
             for buffer in self.buffers.values():
                 buffer.flush()
         self._finish(log_path, started)
-        yield self._progress(reported)
+        yield self._progress(reported, done=True)
 
     def _games(self) -> Iterator[ParsedGame]:
         """The file's games (the reader's line counters go to the report)."""
@@ -490,8 +485,13 @@ class PgnFileConverter:
         assert game.start is not None
         split = HELDOUT if is_heldout(split_key(game.start, game.moves),
                                       self.settings.heldout_fraction) else TRAIN
-        rows = game_rows(game, f"{self.tag}-g{game.number:07d}", self.policy_map,
-                         self.settings.label_smoothing)
+        try:
+            rows = game_rows(game, f"{self.tag}-g{game.number:07d}", self.policy_map,
+                             self.settings.label_smoothing)
+        except ValueError as error:  # encoder or policy map refused a position: never stop a file
+            self._reject(game, Rejection("unconvertible", f"{type(error).__name__}: {error}"),
+                         drop_log)
+            return
         self.buffers[split].add(rows)
         self.report.accepted += 1
         self.report.games_per_split[split] += 1
@@ -511,10 +511,10 @@ class PgnFileConverter:
         log.log(level, "dropped game %d of %s (byte offset %d, line %d): %s", game.number,
                 self.path, game.offset, game.line, rejection)
 
-    def _progress(self, reported: int) -> Progress:
+    def _progress(self, reported: int, done: bool = False) -> Progress:
         positions = sum(self.buffers[s].positions + self.buffers[s].rows for s in self.buffers)
         return Progress(self.tag, self.report.games, self.report.games - reported,
-                        self.report.accepted, positions)
+                        self.report.accepted, positions, done)
 
     def _finish(self, log_path: Path, started: float) -> None:
         """Fills the report's counts and logs its summary."""
@@ -578,7 +578,7 @@ class ConversionReport:
 
 def convert_files(files: Sequence[Path], out: str | os.PathLike[str],
                   settings: SupervisedConfig, policy_encoding: str,
-                  on_progress: Any = None) -> ConversionReport:
+                  on_progress: Callable[[Progress], None] | None = None) -> ConversionReport:
     """Converts ``files`` one after the other in this process (tags by position).
 
     ``on_progress`` gets every :class:`Progress` event (for a progress bar).

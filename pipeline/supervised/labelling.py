@@ -48,6 +48,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import CancelledError
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -63,7 +64,6 @@ from models.policy import PolicyMap, get_policy_map
 from pipeline.atomic import atomic_write
 from pipeline.players.base import PlayerError
 from pipeline.players.stockfish import EngineFailure, StockfishPlayer, StockfishSettings
-from pipeline.selfplay import load_start_positions
 from pipeline.shards import decode_history, decode_meta, load_shards
 from pipeline.supervised.config import SupervisedConfig
 from pipeline.supervised.convert import (
@@ -179,16 +179,17 @@ class LabelPosition:
     Attributes:
         game_id: its game (the held-out split keeps a game together).
         ply: its ply in that game.
-        board: the position (a board without moves is enough).
+        board: the position (a board without moves is enough); None for a
+            source line that is not a position (counted, never labelled).
         history: (8, 14) uint64 PlaneHistory snapshot of the position.
         meta: (7,) uint8 meta values.
     """
 
     game_id: str
     ply: int
-    board: chess.Board
-    history: npt.NDArray[np.uint64]
-    meta: npt.NDArray[np.uint8]
+    board: chess.Board | None
+    history: npt.NDArray[np.uint64] | None
+    meta: npt.NDArray[np.uint8] | None
 
 
 def _position(game_id: str, ply: int, board: chess.Board) -> LabelPosition:
@@ -197,16 +198,39 @@ def _position(game_id: str, ply: int, board: chess.Board) -> LabelPosition:
     return LabelPosition(game_id, ply, board.copy(stack=False), snapshot, board_meta(board))
 
 
+def _parse_position(text: str) -> chess.Board:
+    """A board from a FEN or an EPD line (ValueError when neither)."""
+    parts = text.split()
+    if len(parts) == 6 and parts[4].isdigit() and parts[5].isdigit():
+        return chess.Board(text)
+    return chess.Board.from_epd(text)[0]
+
+
 def positions_from_file(path: str | os.PathLike[str]) -> Iterator[LabelPosition]:
-    """The positions of an EPD or FEN file (one a line, ``#`` comments), no history.
+    """The positions of an EPD or FEN file (one a line, ``#`` comments), read lazily.
+
+    A position has no history (as a FEN has none). A line that is not a
+    position is logged with the file and line number and comes back as a
+    position without a board (``board`` None), which labelling counts as
+    ``unreadable``; invalid and finished positions are counted likewise.
 
     Raises:
-        ConfigError: the file cannot be read or a line is not a valid position
-            (the message names the file and the line).
+        OSError: the file cannot be opened.
     """
-    for fen in load_start_positions(path):
-        digest = hashlib.sha256(fen.encode()).hexdigest()[:16]
-        yield _position(f"fen-{digest}", 0, chess.Board(fen))
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for number, raw in enumerate(handle, 1):
+            text = raw.split("#", 1)[0].strip()
+            if not text:
+                continue
+            try:
+                board = _parse_position(text)
+            except ValueError as error:
+                log.warning("%s:%d: not a FEN or EPD position %r: %s", os.fspath(path), number,
+                            text, error)
+                yield LabelPosition(f"line-{number}", 0, None, None, None)
+                continue
+            digest = hashlib.sha256(board.fen().encode()).hexdigest()[:16]
+            yield _position(f"fen-{digest}", 0, board)
 
 
 def random_positions(count: int, seed: int, max_plies: int) -> Iterator[LabelPosition]:
@@ -286,7 +310,7 @@ class StockfishLabeller(StockfishPlayer):
             try:
                 return self._analyse_with_deadline(board, multipv)
             except (chess.engine.EngineTerminatedError, chess.engine.EngineError,
-                    TimeoutError) as error:
+                    TimeoutError, CancelledError) as error:  # a killed engine can cancel the call
                 last_error = error
                 log.warning("Stockfish failed on %s (%s); restart %d", board.fen(), error,
                             attempt + 1)
@@ -316,6 +340,7 @@ def label_rows(position: LabelPosition, infos: list[chess.engine.InfoDict],
                policy_map: PolicyMap, settings: SupervisedConfig) -> GameRows:
     """The shard row of a position from Stockfish's MultiPV lines (see the module docstring)."""
     board = position.board
+    assert board is not None and position.history is not None and position.meta is not None
     turn = board.turn
     lines = [info for info in infos if info.get("pv") and "score" in info]
     if not lines:
@@ -349,7 +374,8 @@ class LabelReport:
     Attributes:
         positions: positions read from the source.
         labelled: positions written, per split.
-        skipped: positions left out, per reason (``game-over``, ``invalid``).
+        skipped: positions left out, per reason (``game-over``, ``invalid``,
+            ``unreadable``, ``engine-failure``: Stockfish failed after its retries).
         shards: shard paths written.
         seconds: wall time.
     """
@@ -366,12 +392,34 @@ class LabelReport:
         return self.positions / self.seconds if self.seconds > 0 else 0.0
 
 
-def _skip_reason(board: chess.Board) -> str | None:
+def _skip_reason(board: chess.Board | None) -> str | None:
     """Why a position cannot be labelled, or None."""
+    if board is None:
+        return "unreadable"
     if not board.is_valid():
         return "invalid"
     if board.is_checkmate() or board.is_stalemate() or not any(board.legal_moves):
         return "game-over"
+    return None
+
+
+def _label_one(position: LabelPosition, labeller: StockfishLabeller, policy_map: PolicyMap,
+               settings: SupervisedConfig, buffers: dict[str, ShardBuffer],
+               report: LabelReport) -> str | None:
+    """Labels one valid position into its split's buffer; ``engine-failure`` if Stockfish failed.
+
+    The labeller restarts Stockfish by itself, so the next position is tried anew.
+    """
+    assert position.board is not None
+    try:
+        infos = labeller.analyse(position.board, settings.label_multipv)
+        rows = label_rows(position, infos, policy_map, settings)
+    except EngineFailure as error:
+        log.error("position %s (ply %d) not labelled: %s", position.game_id, position.ply, error)
+        return "engine-failure"
+    split = HELDOUT if is_heldout(position.game_id, settings.heldout_fraction) else TRAIN
+    buffers[split].add(rows)
+    report.labelled[split] += 1
     return None
 
 
@@ -403,13 +451,10 @@ def label_positions(
     for position in positions:
         report.positions += 1
         reason = _skip_reason(position.board)
+        if reason is None:
+            reason = _label_one(position, labeller, policy_map, settings, buffers, report)
         if reason is not None:
             skipped[reason] = skipped.get(reason, 0) + 1
-        else:
-            infos = labeller.analyse(position.board, settings.label_multipv)
-            split = HELDOUT if is_heldout(position.game_id, settings.heldout_fraction) else TRAIN
-            buffers[split].add(label_rows(position, infos, policy_map, settings))
-            report.labelled[split] += 1
         if on_position is not None:
             on_position(report)
     for buffer in buffers.values():

@@ -38,7 +38,9 @@ naming the kind and the detail, when
                       final position is a checkmate or stalemate the result
                       contradicts;
     ``too-long``      the game's text exceeds ``supervised.max_game_bytes``;
-                      the reader skips to the next game's headers.
+                      the reader skips to the next game's headers;
+    ``unconvertible`` the encoder or the policy map refused a position (a
+                      safety net: not expected for a legal standard game).
 A game is *filtered* (counted, not reported one by one) by ``elo``,
 ``time-control`` and ``too-short`` (:class:`HeaderFilter`, ``min_plies``).
 """
@@ -78,7 +80,7 @@ log = logging.getLogger(__name__)
 
 RESULTS: Final = ("1-0", "0-1", "1/2-1/2")
 DROP_KINDS: Final = ("parse-error", "null-move", "variant", "bad-start", "no-result",
-                     "truncated", "result-mismatch", "too-long")  # fmt: skip
+                     "truncated", "result-mismatch", "too-long", "unconvertible")  # fmt: skip
 FILTER_KINDS: Final = ("elo", "time-control", "too-short")
 STANDARD_VARIANTS: Final = frozenset({"", "standard", "chess", "normal", "from position"})
 MAX_LINE_BYTES: Final = 1 << 16
@@ -407,7 +409,7 @@ def iter_games(reader: PgnLineReader, header_filter: HeaderFilter | None = None
     while True:
         reader.begin_game()
         game = ParsedGame(number=number + 1, offset=reader.offset, line=reader.line_number + 1)
-        visitor: Callable[[], _MainLineVisitor] = lambda: _MainLineVisitor(game, keep)  # noqa: E731,B023
+        visitor: Callable[[], _MainLineVisitor] = lambda: _MainLineVisitor(game, keep)  # noqa: B023
         try:
             parsed = chess.pgn.read_game(reader, Visitor=visitor)  # type: ignore[arg-type]
         except GameTooLongError as error:

@@ -36,7 +36,7 @@ import os
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import chess
 import numpy as np
@@ -52,6 +52,9 @@ from pipeline.checkpoint import load_net
 from pipeline.config import Config
 from pipeline.shards import decode_planes, decode_targets, list_shards, load_shards
 from pipeline.supervised.convert import HELDOUT, TRAIN, SupervisedDataError, split_dirs
+
+if TYPE_CHECKING:
+    from pipeline.training.trainer import TrainResult
 
 __all__ = [
     "HELDOUT_REPORT",
@@ -141,7 +144,7 @@ def _add_batch(sums: _Sums, net: AlphaZeroNet, table: pa.Table, encoding: str) -
     planes = torch.from_numpy(decode_planes(table)).to(device)
     pi_np, z_np = decode_targets(table, encoding)
     mask = torch.from_numpy(legal_mask_batch(table.column("fen").to_pylist(), encoding))
-    pi, z, mask = torch.from_numpy(pi_np), torch.from_numpy(z_np), mask
+    pi, z = torch.from_numpy(pi_np), torch.from_numpy(z_np)
     logits, value = net(planes)
     logits = logits.float().cpu().masked_fill(~mask, float("-inf"))
     log_p = torch.where(mask, F.log_softmax(logits, dim=1), torch.zeros(()))
@@ -186,7 +189,7 @@ class PretrainResult:
         report_path: ``OUT/heldout.json``.
     """
 
-    train: Any
+    train: TrainResult
     heldout: HeldoutMetrics | None
     report_path: str
 
@@ -211,7 +214,7 @@ def _whole_split_config(config: Config, train_dir: Path) -> Config:
                                          window_growth=0.0))
 
 
-def _log_to_mlflow(train_result: Any, metrics: HeldoutMetrics | None, data_dir: Path) -> None:
+def _log_to_mlflow(train_result: TrainResult, metrics: HeldoutMetrics | None, data_dir: Path) -> None:
     """Logs the held-out figures (at the last step) and the stage tags to the training run."""
     if train_result.mlflow_run_id is None:
         return

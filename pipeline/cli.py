@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "label": ("label", "label positions with Stockfish MultiPV into train/held-out shards"),
     "pretrain": ("pretrain", "train on supervised shards, report held-out top-1/top-5 move accuracy"),
     "params": ("params", "validate params.yaml (plus --set overrides) and print the flattened config"),
+    "stage": ("stage", "steps of the DVC pipeline (dvc.yaml): initial net, self-play, window, report"),
     "uci": ("uci", "run the network as a UCI engine on stdin/stdout (for GUIs and cutechess-cli)"),
     "play": ("play", "play a game against the network in the terminal"),
 }

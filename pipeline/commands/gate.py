@@ -1,6 +1,9 @@
 """``zerochess gate``: promote a candidate network only on statistical evidence.
 
 Exit status: 0 promoted, 10 not promoted, 2 on an error (bad input).
+``--no-fail`` exits 0 either way (a DVC stage must not fail on a rejection),
+and ``--best-out PATH`` copies the network that is best after the gate (the
+candidate when promoted, else ``--best``) to PATH.
 """
 
 from __future__ import annotations
@@ -23,6 +26,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--best", help="the current best network (omit when there is none)")
     parser.add_argument("--out", default="runs/gate", help="folder for gate.json and the games' PGNs")
     parser.add_argument("--ray-address", help="Ray cluster to join")
+    parser.add_argument(
+        "--no-fail", action="store_true", help="exit 0 when the candidate is not promoted too (for DVC)"
+    )
+    parser.add_argument(
+        "--best-out",
+        metavar="PATH",
+        help="copy the best net after this gate (the candidate if promoted, else --best) to PATH",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,4 +54,17 @@ def run(args: argparse.Namespace) -> int:
 
         decision = run_gate(config, args.candidate, args.best, args.out, on_pair=on_pair)
     print(json.dumps(decision.as_dict(), indent=2, default=str))
-    return EXIT_PROMOTED if decision.promote else EXIT_REJECTED
+    if args.best_out:
+        winner = args.candidate if decision.promote or args.best is None else args.best
+        _copy_best(winner, args.best_out)
+    return EXIT_PROMOTED if decision.promote or args.no_fail else EXIT_REJECTED
+
+
+def _copy_best(source: str, target: str) -> None:
+    """Atomically copy the network file ``source`` to ``target``."""
+    import shutil
+
+    from pipeline.atomic import atomic_write
+
+    with open(source, "rb") as reader, atomic_write(target) as writer:
+        shutil.copyfileobj(reader, writer)

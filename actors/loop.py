@@ -219,6 +219,10 @@ def run_pipeline(
         summary["gate"] = _gate_metrics(gated)
         tracker.log_metrics(run_id, summary["gate"])
         tracker.finish(run_id)
+        # The parent run carries the per-generation curve too (step = generation),
+        # so two pipeline runs compare side by side in mlflow ui.
+        losses = {k: v for k, v in summary["train"].items() if k.startswith("loss/")}
+        tracker.log_metrics(tracker.parent_id, {**losses, **summary["gate"]}, step=generation)
         ledger.append({"generation": generation, "stage": "generation", "best": best, "summary": summary})
         history.append(summary)
         _write_metrics(out, history)

@@ -95,6 +95,7 @@ __all__ = [
     "select_training_rows",
     "shard_exists",
     "shard_name",
+    "quarantine_shard",
     "shard_stats",
     "table_from_columns",
     "table_to_records",
@@ -1278,6 +1279,15 @@ def _quarantine(directory: _Location, name: str, reason: str) -> str:
         with folder.fs.open_output_stream(note.path) as stream:
             stream.write(text)
     return target.shown
+
+
+def quarantine_shard(
+    path: str | os.PathLike[str], reason: str, *, filesystem: pafs.FileSystem | None = None
+) -> str:
+    """Move the shard at ``path`` (local or a filesystem URI) to ``quarantine/``
+    beside it, with a ``<name>.reason.txt`` holding ``reason``; returns where it went."""
+    directory, _, name = os.fspath(path).rstrip("/").rpartition("/")
+    return _quarantine(_resolve(directory or ".", filesystem), name, reason)
 
 
 def _load_one(

@@ -29,8 +29,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipeline.atomic import atomic_write, fsync_directory
-from pipeline.shards import QUARANTINE_DIR, REASON_SUFFIX, ShardError, list_shards, read_shard
+from pipeline.atomic import atomic_write
+from pipeline.shards import ShardError, list_shards, quarantine_shard, read_shard
 from pipeline.training.config import TrainConfig
 
 __all__ = [
@@ -213,24 +213,13 @@ def _take(path: str, wanted: int, check_legality: bool, policy_encoding: str) ->
 
 
 def quarantine(path: str, reason: str) -> None:
-    """Move a bad local shard to ``quarantine/`` beside it with a ``.reason.txt`` (logged, never raises).
-
-    A shard behind a URI (``s3://...``) is only logged and left out of the window.
-    """
-    if "://" in path:
-        log.warning(
-            "bad shard %s left in place (quarantine is for local folders): %s", path, reason
-        )
-        return
-    source = Path(path)
-    folder = source.parent / QUARANTINE_DIR
+    """Move a bad shard to ``quarantine/`` beside it with a ``.reason.txt``
+    (:func:`pipeline.shards.quarantine_shard`; logged, never raises)."""
     try:
-        folder.mkdir(exist_ok=True)
-        os.replace(source, folder / source.name)
-        with atomic_write(folder / (source.name + REASON_SUFFIX)) as handle:
-            handle.write((reason + "\n").encode())
-        fsync_directory(source.parent)
-    except OSError as error:
+        moved = quarantine_shard(path, reason)
+    except (OSError, ValueError, pa.ArrowException) as error:
         log.error("bad shard %s could not be quarantined (%s): %s", path, error, reason)
         return
-    log.warning("quarantined bad shard %s: %s", path, reason)
+    log.warning("quarantined bad shard %s: %s", moved, reason)
+
+

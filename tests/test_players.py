@@ -33,7 +33,7 @@ def alive(pid: int) -> bool:
 
 @pytest.fixture
 def weak_stockfish():
-    player = StockfishPlayer(StockfishSettings(skill=0, depth=1, timeout_s=1.0, retries=2))
+    player = StockfishPlayer(StockfishSettings(skill=0, depth=1, timeout_s=3.0, retries=2))
     yield player
     pid = player.pid
     player.close()

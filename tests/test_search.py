@@ -247,7 +247,7 @@ def test_temperature_samples_early_and_takes_the_best_later() -> None:
 
 def test_choose_move_under_a_clock_returns_a_legal_move() -> None:
     board = chess.Board(MATES_IN_ONE[0][0])
-    move = choose_move(board, 0.3, UniformEvaluator(), SearchConfig(leaves_per_batch=8))
+    move = choose_move(board, 1.0, UniformEvaluator(), SearchConfig(leaves_per_batch=8))
     assert move.uci() == MATES_IN_ONE[0][1]
 
 

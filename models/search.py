@@ -529,6 +529,31 @@ def _cache_key(node: Node) -> Hashable:
 # Drivers
 
 
+Owner = tuple[GameTree, list[PendingLeaf]]
+
+
+def collect_leaves(trees: Sequence[GameTree]) -> tuple[list[Owner], list[Leaf]]:
+    """Collect the pending leaves of every tree for one evaluator call: the
+    trees that gave leaves with theirs (for :func:`deliver_results`), and all
+    the leaves in order."""
+    owners: list[Owner] = []
+    leaves: list[Leaf] = []
+    for tree in trees:
+        pending = tree.collect()
+        if pending:
+            owners.append((tree, pending))
+            leaves.extend(item.leaf for item in pending)
+    return owners, leaves
+
+
+def deliver_results(owners: Sequence[Owner], results: Sequence[tuple[np.ndarray, float]]) -> None:
+    """Hand each tree its slice of one evaluator call's results."""
+    offset = 0
+    for tree, pending in owners:
+        tree.deliver(pending, results[offset : offset + len(pending)])
+        offset += len(pending)
+
+
 def run_searches(
     trees: Sequence[GameTree],
     evaluator: Evaluator,
@@ -548,21 +573,11 @@ def run_searches(
         if not active or (should_stop is not None and rounds > 0 and should_stop()):
             return calls
         rounds += 1
-        owners: list[tuple[GameTree, list[PendingLeaf]]] = []
-        leaves: list[Leaf] = []
-        for tree in active:
-            pending = tree.collect()
-            if pending:
-                owners.append((tree, pending))
-                leaves.extend(item.leaf for item in pending)
+        owners, leaves = collect_leaves(active)
         if not leaves:
             continue
-        results = evaluator.evaluate(leaves)
+        deliver_results(owners, evaluator.evaluate(leaves))
         calls += 1
-        offset = 0
-        for tree, pending in owners:
-            tree.deliver(pending, results[offset : offset + len(pending)])
-            offset += len(pending)
 
 
 def run_search(

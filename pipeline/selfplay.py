@@ -27,7 +27,7 @@ import numpy as np
 from models.encoding import board_meta
 from models.evaluation import EvalCache, Evaluator, Leaf
 from models.policy import PolicyMap
-from models.search import GameTree, PendingLeaf, SearchConfig, select_move
+from models.search import GameTree, Owner, SearchConfig, collect_leaves, deliver_results, select_move
 from pipeline.config import ConfigError, SelfPlayConfig
 from pipeline.shards import PositionRecord
 
@@ -188,9 +188,6 @@ class _Game:
     low_streak: dict[chess.Color, int] = field(default_factory=lambda: {chess.WHITE: 0, chess.BLACK: 0})
 
 
-_Owner = tuple[GameTree, list[PendingLeaf]]
-
-
 @dataclass
 class SelfPlayStats:
     """Counters of one :meth:`SelfPlayWorker.play` call."""
@@ -250,7 +247,7 @@ class SelfPlayWorker:
         lanes = 2 if self.selfplay.overlap_inference else 1
         per_lane = -(-self.selfplay.games_per_task // lanes)
         groups: list[list[_Game]] = [[] for _ in range(lanes)]
-        in_flight: list[tuple[Future[Sequence[tuple[np.ndarray, float]]], list[_Owner]] | None] = [None] * lanes
+        in_flight: list[tuple[Future[Sequence[tuple[np.ndarray, float]]], list[Owner]] | None] = [None] * lanes
         finished: list[GameRecord] = []
         started = 0
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="evaluator") as executor:
@@ -259,7 +256,7 @@ class SelfPlayWorker:
                     batch = in_flight[lane]
                     if batch is not None:
                         in_flight[lane] = None
-                        self._deliver(batch[1], batch[0].result())
+                        deliver_results(batch[1], batch[0].result())
                     for game in [game for game in group if game.tree.finished]:
                         if self._play_move(game, rng):
                             group.remove(game)
@@ -276,25 +273,12 @@ class SelfPlayWorker:
 
     # -- one round of batched search --------------------------------------
 
-    def _collect(self, group: list[_Game]) -> tuple[list[_Owner], list[Leaf]]:
-        owners: list[_Owner] = []
-        leaves: list[Leaf] = []
-        for game in group:
-            pending = game.tree.collect()
-            if pending:
-                owners.append((game.tree, pending))
-                leaves.extend(item.leaf for item in pending)
+    def _collect(self, group: list[_Game]) -> tuple[list[Owner], list[Leaf]]:
+        owners, leaves = collect_leaves([game.tree for game in group])
         if leaves:
             self.stats.evaluations += len(leaves)
             self.stats.batches += 1
         return owners, leaves
-
-    @staticmethod
-    def _deliver(owners: list[_Owner], results: Sequence[tuple[np.ndarray, float]]) -> None:
-        offset = 0
-        for tree, pending in owners:
-            tree.deliver(pending, results[offset : offset + len(pending)])
-            offset += len(pending)
 
     # -- game life cycle ---------------------------------------------------
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -27,14 +25,6 @@ TINY = Config(
         games_per_task=2, max_plies=10, workers=2, cpus_per_worker=1.0, fast_simulations=2, resign_threshold=-1.0
     ),
 )
-
-
-@pytest.fixture(scope="module")
-def local_ray() -> Iterator[None]:
-    os.environ["RAY_AUTH_MODE"] = "disabled"
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
 
 
 def test_two_actors_write_valid_shards_and_a_rerun_skips_them(local_ray: None, tmp_path: Path) -> None:

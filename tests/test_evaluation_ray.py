@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import chess.pgn
@@ -38,14 +37,6 @@ def parse_pgns(text: str) -> list[chess.pgn.Game]:
         assert not game.errors, game.errors
         games.append(game)
     return games
-
-
-@pytest.fixture(scope="module")
-def local_ray() -> Iterator[None]:
-    os.environ["RAY_AUTH_MODE"] = "disabled"
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
 
 
 def test_schedule_alternates_colours_and_rotates_openings() -> None:

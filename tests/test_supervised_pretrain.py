@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import chess
@@ -131,16 +129,6 @@ def test_pretrain_without_data_names_the_folder(tmp_path: Path, capsys: pytest.C
     assert main(["pretrain", "--params", "none", "--data", str(tmp_path / "nothing"),
                  "--out", str(tmp_path / "run")]) == 2
     assert "nothing" in capsys.readouterr().err
-
-
-@pytest.fixture(scope="module")
-def local_ray() -> Iterator[None]:
-    import ray
-
-    os.environ["RAY_AUTH_MODE"] = "disabled"
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
 
 
 @pytest.mark.slow

@@ -1,0 +1,18 @@
+"""Fixtures shared by several test modules."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[None]:
+    """A real local Ray cluster for one test module (never ``ray stop``)."""
+    ray = pytest.importorskip("ray")
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()

@@ -37,6 +37,7 @@ from models.net import AlphaZeroNet
 from pipeline.atomic import atomic_write
 from pipeline.checkpoint import load_net, load_weights, save_net
 from pipeline.config import Config, flatten
+from pipeline.status import RunStatus, StatusBoard, TrainingStatus
 
 log = logging.getLogger(__name__)
 
@@ -150,19 +151,28 @@ def run_pipeline(
     *,
     init_net: str | None = None,
     on_event: Callable[[str], None] | None = None,
+    board: StatusBoard | None = None,
 ) -> dict[str, Any]:
     """Run ``config.run.generations`` generations into ``out`` (resumable).
 
     ``init_net`` (e.g. a supervised ``zerochess pretrain`` export) replaces the
-    random generation-0 network; it must have ``config.net``'s architecture."""
+    random generation-0 network; it must have ``config.net``'s architecture.
+    ``board`` (a :class:`pipeline.status.StatusBoard`) gets the live figures."""
     from pipeline.training.trainer import train
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    say = on_event or (lambda text: log.info("%s", text))
+    board = board or StatusBoard(RunStatus(str(out), config.run.generations), live=False)
+    emit = on_event or (lambda text: log.info("%s", text))
+
+    def say(text: str) -> None:
+        board.note(text)
+        emit(text)
+
     ledger = Ledger(out / "ledger.jsonl")
     tracker = Tracker(config, out)
     best = _initial_best(config, out, ledger, tracker, init_net)
+    board.update(best=best, mlflow=tracker.uri, max_steps=config.train.max_steps)
     shards = str(out / "shards")
     history: list[dict[str, Any]] = [e["summary"] for e in ledger.entries if e["stage"] == "generation"]
     latest = best  # training continues from the newest trained net; self-play uses the best
@@ -173,6 +183,8 @@ def run_pipeline(
             latest = ledger.find(generation, "train")["net"]  # type: ignore[index]
             continue
         started = ledger.find(generation, "start")
+        board.update(generation=generation, stage="self-play", games_done=0, step=0,
+                     games_target=config.run.games_per_generation)  # fmt: skip
         run_id = tracker.generation_run(generation, started["run_id"] if started else None)
         if started is None:
             ledger.append({"generation": generation, "stage": "start", "run_id": run_id})
@@ -182,7 +194,7 @@ def run_pipeline(
         if selfplay is None:
             say(f"generation {generation}: self-play of {config.run.games_per_generation} games")
             report = run_selfplay(config, shards, config.run.games_per_generation, net=load_net(best),
-                                  generation=generation)  # fmt: skip
+                                  generation=generation, on_task=_selfplay_progress(board))  # fmt: skip
             selfplay = {"generation": generation, "stage": "selfplay", **report.summary()}
             ledger.append(selfplay)
         tracker.log_metrics(run_id, {f"selfplay/{k}": v for k, v in selfplay.items() if k not in ("stage",)})
@@ -191,22 +203,28 @@ def run_pipeline(
         trained = ledger.find(generation, "train")
         if trained is None:
             say(f"generation {generation}: training {config.train.max_steps} steps")
+            board.update(stage="training")
             result = train(
                 config, shards, out / f"gen{generation:04d}" / "train", init_net=latest, resume=True,
                 tracking_uri=tracker.uri, progress_bar=False, tags={"mlflow.parentRunId": run_id},
+                callbacks=[TrainingStatus(board)],
             )  # fmt: skip
+            board.update(window_positions=result.positions)
             trained = {"generation": generation, "stage": "train", "net": result.net_path,
                        "steps": result.steps, "metrics": result.metrics}  # fmt: skip
             ledger.append(trained)
         latest = trained["net"]
+        board.update(losses={k: v for k, v in trained["metrics"].items() if k.startswith("loss/")},
+                     step=trained["steps"])  # fmt: skip
         tracker.log_metrics(run_id, {k: v for k, v in trained["metrics"].items() if k.startswith("loss/")})
         summary["train"] = trained["metrics"]
 
         gated = ledger.find(generation, "gate")
         if gated is None:
             say(f"generation {generation}: gate")
+            board.update(stage="gating")
             gate_dir = out / f"gen{generation:04d}" / "gate"
-            decision = run_gate(config, trained["net"], best, gate_dir)
+            decision = run_gate(config, trained["net"], best, gate_dir, on_pair=_gate_progress(board))
             gated = {"generation": generation, "stage": "gate", **decision.as_dict()}
             for pgn in sorted(gate_dir.glob("*.pgn")):
                 tracker.client.log_artifact(run_id, str(pgn), "pgn")
@@ -217,6 +235,7 @@ def run_pipeline(
             best = trained["net"]
             _write_best(out, best)
         summary["gate"] = _gate_metrics(gated)
+        _show_gate(board, gated, summary["gate"], best)
         tracker.log_metrics(run_id, summary["gate"])
         tracker.finish(run_id)
         # The parent run carries the per-generation curve too (step = generation),
@@ -229,7 +248,41 @@ def run_pipeline(
         say(_status_line(summary))
     _plot(out, history, tracker)
     tracker.finish(tracker.parent_id)
+    board.update(stage="finished")
     return {"generations": history, "best": best, "mlflow": tracker.uri, "parent_run": tracker.parent_id}
+
+
+def _selfplay_progress(board: StatusBoard) -> Callable[[dict[str, Any]], None]:
+    """``run_selfplay``'s ``on_task``: games done and games/s of this generation."""
+    import time
+
+    started = time.monotonic()
+    totals = {"games": 0, "positions": 0}
+
+    def on_task(summary: dict[str, Any]) -> None:
+        totals["games"] += int(summary.get("games", 0))
+        totals["positions"] += int(summary.get("positions", 0))
+        seconds = max(time.monotonic() - started, 1e-9)
+        board.update(games_done=totals["games"], games_per_s=totals["games"] / seconds,
+                     positions_per_s=totals["positions"] / seconds)  # fmt: skip
+
+    return on_task
+
+
+def _gate_progress(board: StatusBoard) -> Callable[[str, Any], None]:
+    """``run_gate``'s ``on_pair``: the running score of the match in progress."""
+
+    def on_pair(stage: str, report: Any) -> None:
+        board.update(gate_verdict=f"playing {stage}: {len(report.games)} games")
+
+    return on_pair
+
+
+def _show_gate(board: StatusBoard, gated: dict[str, Any], metrics: dict[str, float], best: str) -> None:
+    ladder = {level.get("level", f"level {i}"): level["elo"]
+              for i, level in enumerate(gated.get("ladder", [])) if level.get("elo") is not None}  # fmt: skip
+    verdict = f"generation {gated['generation']}: {'PROMOTED' if gated['promote'] else 'rejected'} ({gated.get('reason', '')})"
+    board.update(gate_verdict=verdict, elo_vs_best=metrics.get("gate/elo_vs_best"), ladder_elo=ladder, best=best)
 
 
 def _initial_best(config: Config, out: Path, ledger: Ledger, tracker: Tracker, init_net: str | None) -> str:

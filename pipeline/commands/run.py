@@ -16,16 +16,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="runs/pipeline", help="run folder (rerun the same command to resume)")
     parser.add_argument("--init-checkpoint", help="start generation 0 from this net (e.g. zerochess pretrain's)")
     parser.add_argument("--ray-address", help="Ray cluster to join (default: start or find a local one)")
+    parser.add_argument("--no-live", action="store_true",
+                        help="one line per stage instead of the live status screen (the default off a terminal)")
 
 
 def run(args: argparse.Namespace) -> int:
     from actors.loop import run_pipeline
     from actors.selfplay import init_ray
 
+    from pipeline.status import RunStatus, StatusBoard
+
     config = config_from_args(args)
     console = Console(stderr=True)
     init_ray(args.ray_address)
-    result = run_pipeline(config, args.out, init_net=args.init_checkpoint, on_event=lambda text: console.print(f"[bold]{text}"))
+    board = StatusBoard(RunStatus(str(args.out), config.run.generations), console=console,
+                        live=False if args.no_live else None)  # fmt: skip
+
+    def on_event(text: str) -> None:
+        if not board.live:  # the live screen lists recent events itself
+            console.print(f"[bold]{text}")
+
+    with board:
+        result = run_pipeline(config, args.out, init_net=args.init_checkpoint, on_event=on_event, board=board)
     for entry in result["generations"]:
         gate = entry["gate"]
         print(f"generation {entry['generation']}: loss/total {entry['train'].get('loss/total', float('nan')):.3f}, "

@@ -36,10 +36,16 @@ TASKS_IN_FLIGHT_PER_ACTOR = 2
 
 def init_ray(address: str | None = None, num_cpus: int | None = None) -> None:
     """Start or join Ray once.  ``RAY_AUTH_MODE`` defaults to ``disabled`` for a
-    local cluster (set it to ``token`` on a cluster that uses tokens)."""
+    local cluster (set it to ``token`` on a cluster that uses tokens).
+
+    With no ``address`` (and no ``RAY_ADDRESS`` in the environment) a new local
+    instance is started: a cluster that ``ray start`` left on this machine is
+    joined only when asked for (``address="auto"``, ``--ray-address auto``)."""
     if ray.is_initialized():
         return
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    if address is None and not os.environ.get("RAY_ADDRESS"):
+        address = "local"
     ray.init(address=address, num_cpus=num_cpus, log_to_driver=False, include_dashboard=False)
 
 

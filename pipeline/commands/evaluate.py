@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--openings", help="EPD book (default gating.openings)")
     parser.add_argument("--sprt", metavar="ELO0,ELO1", help="stop a two-player match once an SPRT decides")
     parser.add_argument("--out", default="runs/evaluate", help="folder for games.pgn and result.json")
-    parser.add_argument("--ray-address", help="Ray cluster to join")
+    parser.add_argument("--ray-address", help="Ray cluster to join, e.g. auto (default: RAY_ADDRESS, else start a local one)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--candidate", required=True, help="the new network (checkpoint)")
     parser.add_argument("--best", help="the current best network (omit when there is none)")
     parser.add_argument("--out", default="runs/gate", help="folder for gate.json and the games' PGNs")
-    parser.add_argument("--ray-address", help="Ray cluster to join")
+    parser.add_argument("--ray-address", help="Ray cluster to join, e.g. auto (default: RAY_ADDRESS, else start a local one)")
     parser.add_argument(
         "--no-fail", action="store_true", help="exit 0 when the candidate is not promoted too (for DVC)"
     )

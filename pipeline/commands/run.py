@@ -15,7 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_params_arguments(parser)
     parser.add_argument("--out", default="runs/pipeline", help="run folder (rerun the same command to resume)")
     parser.add_argument("--init-checkpoint", help="start generation 0 from this net (e.g. zerochess pretrain's)")
-    parser.add_argument("--ray-address", help="Ray cluster to join (default: start or find a local one)")
+    parser.add_argument("--ray-address", help="Ray cluster to join, e.g. auto (default: RAY_ADDRESS, else start a local one)")
     parser.add_argument("--no-live", action="store_true",
                         help="one line per stage instead of the live status screen (the default off a terminal)")
 

@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="shard folder or pyarrow filesystem URI (s3://...)")
     parser.add_argument("--checkpoint", help="network (default: random weights seeded by selfplay.seed)")
     parser.add_argument("--generation", type=int, default=0, help="network generation stored in the shards")
-    parser.add_argument("--ray-address", help="Ray cluster to join (default: start or find a local one)")
+    parser.add_argument("--ray-address", help="Ray cluster to join, e.g. auto (default: RAY_ADDRESS, else start a local one)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,0 +1,271 @@
+"""A measured learning result: does the loop learn, from a random network, on this machine?
+
+Not a test: it runs for about an hour and a half on 2 cores.  Two phases, each
+``zerochess run`` on the ``cpu`` preset, one generation at a time, with an
+evaluation of every generation's network after it is trained:
+
+* ``endgame``: self-play from king+queen vs king and king+rook vs king starts
+  that this script generates (seeded; the strong side is White and to move).
+  Per generation: the **mate rate** (mates within 50 moves, the net playing
+  the strong side against Stockfish's defence, Wilson 95% interval) and the
+  **score against generation 0** (colour-swapped pairs from held-out endgame
+  starts, 95% interval from the pentanomial Elo interval).
+* ``standard``: the standard start position.  Per generation: score against
+  the random mover and against generation 0 (pairs from ``data/openings.epd``).
+
+Gating runs as in any ``zerochess run``, but with ``gating.always_promote``
+(AlphaZero's continuous update: its paper dropped AlphaGo Zero's gate) and no
+Stockfish ladder, so that self-play always uses the newest network and the
+evaluation here is the only measurement.
+
+    .venv/bin/python bench/learning.py --out runs/learning            # both phases
+    .venv/bin/python bench/learning.py --phase endgame --minutes 40
+
+Results: ``OUT/<phase>/curve.json`` and ``OUT/<phase>/curve.png`` (``--plot-dir``
+copies the plots, e.g. into ``docs/`` for the README).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import shutil
+import sys
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import chess
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from actors.evaluation import MatchSettings, run_tournament  # noqa: E402
+from actors.gate import match_settings  # noqa: E402
+from actors.loop import Ledger, run_pipeline  # noqa: E402
+from actors.selfplay import init_ray  # noqa: E402
+from pipeline.config import Config, load_config  # noqa: E402
+from pipeline.evaluation.match import Opening, load_openings  # noqa: E402
+from pipeline.stats import elo_to_score  # noqa: E402
+
+STRONG_PIECES = {"KQK": chess.QUEEN, "KRK": chess.ROOK}
+MATE_PLIES = 100  # 50 moves of each side
+DEFENCE = "stockfish:depth=10"
+
+
+def endgame_fens(count: int, seed: int, exclude: set[str] = frozenset()) -> list[str]:  # type: ignore[assignment]
+    """``count`` distinct legal KQK/KRK positions (half each), White strong and
+    to move, not already over, the heavy piece not en prise to the black king."""
+    rng = random.Random(seed)
+    fens: list[str] = []
+    seen = set(exclude)
+    kinds = list(STRONG_PIECES.items())
+    while len(fens) < count:
+        _, piece = kinds[len(fens) % len(kinds)]
+        squares = rng.sample(range(64), 3)
+        board = chess.Board(None)
+        board.set_piece_at(squares[0], chess.Piece(chess.KING, chess.WHITE))
+        board.set_piece_at(squares[1], chess.Piece(piece, chess.WHITE))
+        board.set_piece_at(squares[2], chess.Piece(chess.KING, chess.BLACK))
+        board.turn = chess.WHITE
+        if not board.is_valid() or board.is_game_over():
+            continue
+        board.turn = chess.BLACK  # could Black take the piece if it were Black's move? then skip
+        hanging = board.is_valid() and any(move.to_square == squares[1] for move in board.legal_moves)
+        board.turn = chess.WHITE
+        fen = board.fen()
+        if hanging or fen in seen:
+            continue
+        seen.add(fen)
+        fens.append(fen)
+    return fens
+
+
+def write_epd(path: Path, fens: list[str], label: str) -> None:
+    lines = [f"# {label}, made by bench/learning.py"]
+    lines += [f'{" ".join(fen.split()[:4])} id "{label} {i + 1}";' for i, fen in enumerate(fens)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float, float]:
+    """Rate and Wilson score interval."""
+    if n == 0:
+        return float("nan"), float("nan"), float("nan")
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return p, max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass
+class Phase:
+    name: str
+    overrides: list[str]
+    eval_openings: list[Opening]
+
+
+def match(players: list[str], openings: list[Opening], settings: MatchSettings, pgn: Path) -> dict[str, Any]:
+    """Score of ``players[0]`` against ``players[1]`` with a 95% interval."""
+    report = run_tournament(players, openings, len(openings), settings, pgn_path=str(pgn))
+    summary = report.summary()["pairings"][0]  # type: ignore[index]
+    low = elo_to_score(summary["elo_low"]) if summary["elo_low"] is not None else float("nan")
+    high = elo_to_score(summary["elo_high"]) if summary["elo_high"] is not None else float("nan")
+    return {"score": summary["score"], "score_low": low, "score_high": high, "games": summary["games"],
+            "wins": summary["wins"], "draws": summary["draws"], "losses": summary["losses"],
+            "elo": summary["elo"], "elo_low": summary["elo_low"], "elo_high": summary["elo_high"]}  # fmt: skip
+
+
+def mate_rate(net: str, openings: list[Opening], settings: MatchSettings, pgn: Path) -> dict[str, Any]:
+    """Mates within 50 moves by ``net`` (White, strong side) against Stockfish."""
+    settings = replace(settings, max_plies=MATE_PLIES)
+    report = run_tournament([net, DEFENCE], openings, len(openings), settings, pgn_path=str(pgn))
+    name = report.names[net]
+    strong = [game for game in report.games if game.white == name and not game.aborted]
+    mates = [game for game in strong if game.result == "1-0"]
+    rate, low, high = wilson(len(mates), len(strong))
+    plies = sorted(game.plies for game in mates)
+    return {"mates": len(mates), "games": len(strong), "rate": rate, "rate_low": low, "rate_high": high,
+            "median_mate_plies": plies[len(plies) // 2] if plies else None}  # fmt: skip
+
+
+def evaluate(phase: Phase, config: Config, net: str, gen0: str, folder: Path) -> dict[str, Any]:
+    settings = replace(match_settings(config), event=f"bench learning {phase.name}")
+    spec = f"net:{net}:sims={config.gating.simulations}"
+    base = f"net:{gen0}:sims={config.gating.simulations}"
+    result: dict[str, Any] = {"vs_gen0": match([spec, base], phase.eval_openings, settings, folder / "vs_gen0.pgn")}
+    if phase.name == "endgame":
+        result["mate"] = mate_rate(spec, phase.eval_openings, settings, folder / "mate.pgn")
+    else:
+        result["vs_random"] = match([spec, "random"], phase.eval_openings, settings, folder / "vs_random.pgn")
+    return result
+
+
+def run_phase(phase: Phase, out: Path, minutes: float, max_generations: int, preset: str) -> list[dict[str, Any]]:
+    out.mkdir(parents=True, exist_ok=True)
+    config = load_config(ROOT / "params.yaml", phase.overrides, preset=preset)
+    curve_path = out / "curve.json"
+    curve: list[dict[str, Any]] = json.loads(curve_path.read_text())["generations"] if curve_path.exists() else []
+    started = time.monotonic()
+    last = 0.0
+    generation = len(curve)
+    while generation < max_generations:
+        spent = (time.monotonic() - started) / 60
+        if spent + last > minutes:
+            print(f"[{phase.name}] time budget reached ({spent:.1f} of {minutes:.0f} min)", flush=True)
+            break
+        generation += 1
+        begun = time.monotonic()
+        run_config = replace(config, run=replace(config.run, generations=generation))
+        run_pipeline(run_config, out / "run", on_event=lambda text: print(f"[{phase.name}] {text}", flush=True))
+        ledger = Ledger(out / "run" / "ledger.jsonl")
+        net = ledger.find(generation, "train")["net"]  # type: ignore[index]
+        gen0 = ledger.find(0, "init")["net"]  # type: ignore[index]
+        eval_dir = out / f"eval{generation:04d}"
+        eval_dir.mkdir(exist_ok=True)
+        figures = evaluate(phase, config, net, gen0, eval_dir)
+        summary = ledger.find(generation, "generation")["summary"]  # type: ignore[index]
+        entry = {"generation": generation, "minutes": round((time.monotonic() - started) / 60, 2),
+                 "selfplay_games": summary["selfplay"].get("games"),
+                 "mean_game_length": summary["selfplay"].get("mean_game_length"),
+                 "loss": {k: v for k, v in summary["train"].items() if k.startswith("loss/")}, **figures}  # fmt: skip
+        curve.append(entry)
+        curve_path.write_text(json.dumps({"phase": phase.name, "overrides": phase.overrides, "preset": preset,
+                                          "generations": curve}, indent=2))  # fmt: skip
+        print(f"[{phase.name}] {line(entry)}", flush=True)
+        last = (time.monotonic() - begun) / 60
+    return curve
+
+
+def line(entry: dict[str, Any]) -> str:
+    parts = [f"gen {entry['generation']:2d}", f"loss {entry['loss'].get('loss/total', float('nan')):.3f}"]
+    if "mate" in entry:
+        m = entry["mate"]
+        parts.append(f"mate rate {m['rate']:.2f} [{m['rate_low']:.2f}, {m['rate_high']:.2f}] ({m['mates']}/{m['games']})")
+    if "vs_random" in entry:
+        r = entry["vs_random"]
+        parts.append(f"vs random {r['score']:.2f} [{r['score_low']:.2f}, {r['score_high']:.2f}]")
+    g = entry["vs_gen0"]
+    parts.append(f"vs gen0 {g['score']:.2f} [{g['score_low']:.2f}, {g['score_high']:.2f}] ({g['wins']}/{g['draws']}/{g['losses']})")
+    return "  ".join(parts)
+
+
+def plot(curve: list[dict[str, Any]], phase: str, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(6.5, 4))
+    gens = [e["generation"] for e in curve]
+    series = [("vs_gen0", "score vs generation 0", "score")]
+    series += [("mate", "mate rate vs Stockfish defence (50 moves)", "rate")] if phase == "endgame" else []
+    series += [("vs_random", "score vs random mover", "score")] if phase == "standard" else []
+    for key, label, field in series:
+        values = [e[key][field] for e in curve]
+        low = [e[key][f"{field}_low"] for e in curve]
+        high = [e[key][f"{field}_high"] for e in curve]
+        axis.plot(gens, values, marker="o", label=label)
+        axis.fill_between(gens, low, high, alpha=0.2)
+    axis.axhline(0.5, color="grey", linewidth=0.8, linestyle=":")
+    axis.set_ylim(-0.02, 1.02)
+    axis.set_xlabel("generation")
+    axis.set_ylabel("rate / score (95% interval)")
+    axis.set_title(f"zerochess learning, {phase} ({curve[-1]['minutes']:.0f} min on 2 CPU cores)" if curve else phase)
+    axis.legend(fontsize="small")
+    axis.grid(alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default="runs/learning", help="results folder (rerun to continue)")
+    parser.add_argument("--phase", choices=["endgame", "standard", "both"], default="both")
+    parser.add_argument("--minutes", type=float, default=45.0, help="time budget of the endgame phase")
+    parser.add_argument("--minutes-standard", type=float, default=55.0, help="time budget of the standard phase")
+    parser.add_argument("--max-generations", type=int, default=50)
+    parser.add_argument("--preset", default="cpu")
+    parser.add_argument("--train-positions", type=int, default=2000, help="generated endgame starts for self-play")
+    parser.add_argument("--eval-positions", type=int, default=16, help="held-out endgame starts (pairs) per evaluation")
+    parser.add_argument("--standard-pairs", type=int, default=12, help="openings (pairs) per standard evaluation")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="more config overrides")
+    parser.add_argument("--plot-dir", help="also copy the plots here (e.g. docs)")
+    args = parser.parse_args(argv)
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    init_ray("local")
+    common = ["gating.always_promote=true", "gating.ladder=[]", "gating.max_games=4", *args.set]
+    phases = []
+    if args.phase in ("endgame", "both"):
+        train = endgame_fens(args.train_positions, seed=1)
+        held_out = endgame_fens(args.eval_positions, seed=2, exclude=set(train))
+        write_epd(out / "endgames_train.epd", train, "KQK/KRK")
+        write_epd(out / "endgames_eval.epd", held_out, "held-out KQK/KRK")
+        overrides = [f"selfplay.start_positions={(out / 'endgames_train.epd').resolve()}",
+                     f"gating.openings={(out / 'endgames_eval.epd').resolve()}",
+                     f"selfplay.max_plies={MATE_PLIES}", f"gating.max_plies={MATE_PLIES}", *common]  # fmt: skip
+        phases.append((Phase("endgame", overrides, load_openings(out / "endgames_eval.epd")), args.minutes))
+    if args.phase in ("standard", "both"):
+        openings = load_openings(ROOT / "data" / "openings.epd")[: args.standard_pairs]
+        phases.append((Phase("standard", common, openings), args.minutes_standard))
+    for phase, minutes in phases:
+        folder = out / phase.name
+        curve = run_phase(phase, folder, minutes, args.max_generations, args.preset)
+        if curve:
+            plot(curve, phase.name, folder / "curve.png")
+            if args.plot_dir:
+                Path(args.plot_dir).mkdir(parents=True, exist_ok=True)
+                shutil.copy(folder / "curve.png", Path(args.plot_dir) / f"learning-{phase.name}.png")
+        print(f"\n{phase.name}: {len(curve)} generations ({' '.join(phase.overrides)})")
+        for entry in curve:
+            print("  " + line(entry))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

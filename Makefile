@@ -15,7 +15,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.zerochess-installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test install stockfish bench clean
+.PHONY: demo test install stockfish ssh-tools bench clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,12 +32,24 @@ stockfish:
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq stockfish; \
 	fi
 
+# tests/test_cluster_local.py runs `ray up`/`ray submit` against a local sshd;
+# the launcher copies files with rsync over ssh.
+ssh-tools:
+	@if test -x /usr/sbin/sshd && command -v ssh >/dev/null && command -v ssh-keygen >/dev/null \
+	    && command -v rsync >/dev/null; then \
+	  echo "openssh-server, openssh-client, rsync: found"; \
+	else \
+	  echo "ssh tools: installing Debian's openssh-server, openssh-client and rsync"; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server openssh-client rsync; \
+	fi
+
 install: $(STAMP) stockfish
 
 demo: install
 	RAY_AUTH_MODE=$${RAY_AUTH_MODE:-disabled} $(VENV)/bin/zerochess run --preset cpu --out runs/demo $(DEMO_ARGS)
 
-test: install
+test: install ssh-tools
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: install

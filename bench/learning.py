@@ -160,10 +160,14 @@ def mate_rate(net: str, openings: list[Opening], settings: MatchSettings, pgn: P
 
 
 def evaluate(phase: Phase, config: Config, net: str, gen0: str, folder: Path) -> dict[str, Any]:
+    """The figures of one generation's net (``net == gen0``: no match against itself)."""
+    folder.mkdir(parents=True, exist_ok=True)
     settings = replace(match_settings(config), event=f"bench learning {phase.name}")
     spec = f"net:{net}:sims={config.gating.simulations}"
     base = f"net:{gen0}:sims={config.gating.simulations}"
-    result: dict[str, Any] = {"vs_gen0": match([spec, base], phase.eval_openings, settings, folder / "vs_gen0.pgn")}
+    result: dict[str, Any] = {}
+    if net != gen0:
+        result["vs_gen0"] = match([spec, base], phase.eval_openings, settings, folder / "vs_gen0.pgn")
     if phase.name == "endgame":
         result["mate"] = mate_rate(spec, phase.eval_openings, settings, folder / "mate.pgn")
     else:
@@ -178,8 +182,11 @@ def run_phase(phase: Phase, out: Path, minutes: float, max_generations: int, pre
     curve: list[dict[str, Any]] = json.loads(curve_path.read_text())["generations"] if curve_path.exists() else []
     started = time.monotonic()
     last = 0.0
-    generation = len(curve)
-    while generation < max_generations:
+    generation = max((entry["generation"] for entry in curve), default=0)
+    while True:
+        _baseline(phase, config, out, curve)
+        if generation >= max_generations:
+            break
         spent = (time.monotonic() - started) / 60
         if spent + last > minutes:
             print(f"[{phase.name}] time budget reached ({spent:.1f} of {minutes:.0f} min)", flush=True)
@@ -192,7 +199,6 @@ def run_phase(phase: Phase, out: Path, minutes: float, max_generations: int, pre
         net = ledger.find(generation, "train")["net"]  # type: ignore[index]
         gen0 = ledger.find(0, "init")["net"]  # type: ignore[index]
         eval_dir = out / f"eval{generation:04d}"
-        eval_dir.mkdir(exist_ok=True)
         figures = evaluate(phase, config, net, gen0, eval_dir)
         summary = ledger.find(generation, "generation")["summary"]  # type: ignore[index]
         entry = {"generation": generation, "minutes": round((time.monotonic() - started) / 60, 2),
@@ -200,11 +206,31 @@ def run_phase(phase: Phase, out: Path, minutes: float, max_generations: int, pre
                  "mean_game_length": summary["selfplay"].get("mean_game_length"),
                  "loss": {k: v for k, v in summary["train"].items() if k.startswith("loss/")}, **figures}  # fmt: skip
         curve.append(entry)
-        curve_path.write_text(json.dumps({"phase": phase.name, "overrides": phase.overrides, "preset": preset,
-                                          "generations": curve}, indent=2))  # fmt: skip
+        _save(curve_path, phase, preset, curve)
         print(f"[{phase.name}] {line(entry)}", flush=True)
         last = (time.monotonic() - begun) / 60
-    return curve
+    _save(curve_path, phase, preset, curve)
+    return sorted(curve, key=lambda entry: entry["generation"])
+
+
+def _baseline(phase: Phase, config: Config, out: Path, curve: list[dict[str, Any]]) -> None:
+    """Generation 0's figures (the random network), once its net exists."""
+    ledger_path = out / "run" / "ledger.jsonl"
+    if any(entry["generation"] == 0 for entry in curve) or not ledger_path.exists():
+        return
+    init = Ledger(ledger_path).find(0, "init")
+    if init is None:
+        return
+    figures = evaluate(phase, config, init["net"], init["net"], out / "eval0000")
+    entry = {"generation": 0, "minutes": 0.0, "loss": {}, **figures}
+    curve.insert(0, entry)
+    print(f"[{phase.name}] {line(entry)}", flush=True)
+
+
+def _save(path: Path, phase: Phase, preset: str, curve: list[dict[str, Any]]) -> None:
+    ordered = sorted(curve, key=lambda entry: entry["generation"])
+    path.write_text(json.dumps({"phase": phase.name, "overrides": phase.overrides, "preset": preset,
+                                "generations": ordered}, indent=2))  # fmt: skip
 
 
 def line(entry: dict[str, Any]) -> str:
@@ -212,11 +238,11 @@ def line(entry: dict[str, Any]) -> str:
     if "mate" in entry:
         m = entry["mate"]
         parts.append(f"mate rate {m['rate']:.2f} [{m['rate_low']:.2f}, {m['rate_high']:.2f}] ({m['mates']}/{m['games']})")
-    if "vs_random" in entry:
-        r = entry["vs_random"]
-        parts.append(f"vs random {r['score']:.2f} [{r['score_low']:.2f}, {r['score_high']:.2f}]")
-    g = entry["vs_gen0"]
-    parts.append(f"vs gen0 {g['score']:.2f} [{g['score_low']:.2f}, {g['score_high']:.2f}] ({g['wins']}/{g['draws']}/{g['losses']})")
+    for key, label in (("vs_random", "vs random"), ("vs_gen0", "vs gen0")):
+        if key in entry:
+            r = entry[key]
+            parts.append(f"{label} {r['score']:.2f} [{r['score_low']:.2f}, {r['score_high']:.2f}] "
+                         f"(+{r['wins']} ={r['draws']} -{r['losses']})")  # fmt: skip
     return "  ".join(parts)
 
 
@@ -227,14 +253,15 @@ def plot(curve: list[dict[str, Any]], phase: str, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     figure, axis = plt.subplots(figsize=(6.5, 4))
-    gens = [e["generation"] for e in curve]
     series = [("vs_gen0", "score vs generation 0", "score")]
     series += [("mate", "mate rate vs Stockfish defence (50 moves)", "rate")] if phase == "endgame" else []
     series += [("vs_random", "score vs random mover", "score")] if phase == "standard" else []
     for key, label, field in series:
-        values = [e[key][field] for e in curve]
-        low = [e[key][f"{field}_low"] for e in curve]
-        high = [e[key][f"{field}_high"] for e in curve]
+        points = [e for e in curve if key in e]
+        gens = [e["generation"] for e in points]
+        values = [e[key][field] for e in points]
+        low = [e[key][f"{field}_low"] for e in points]
+        high = [e[key][f"{field}_high"] for e in points]
         axis.plot(gens, values, marker="o", label=label)
         axis.fill_between(gens, low, high, alpha=0.2)
     axis.axhline(0.5, color="grey", linewidth=0.8, linestyle=":")

@@ -8,7 +8,13 @@ Run folder ``OUT``:
   the loop anywhere and starting it again continues from the last finished
   stage (self-play tasks whose shard exists are skipped too, training resumes
   from its checkpoint);
-* ``shards/`` — every generation's self-play shards (the replay window's source);
+* ``games.jsonl`` — append-only, one line per finished self-play task with the
+  ids of its games (``{"generation", "stage": "games", "task", "games"}``);
+  every id in it is in exactly one valid shard;
+* ``shards/`` — every generation's self-play shards (the replay window's source).
+  Before a generation trains, each of its shards is read and validated: a bad
+  one is moved to ``shards/quarantine/`` (with a ``.reason.txt``) and its task
+  is played again (same task id, same seed), so no finished game is dropped;
 * ``gen0000/net.pt`` — the random initial network; ``genNNNN/train/`` the
   training run of generation N (``net.pt`` inside), ``genNNNN/gate/`` its gate;
 * ``best.txt`` — path of the current best network;
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -32,16 +39,19 @@ from typing import Any
 import torch
 
 from actors.gate import run_gate
-from actors.selfplay import run_selfplay
+from actors.selfplay import run_selfplay, task_id
 from models.net import AlphaZeroNet
 from pipeline.atomic import atomic_write
 from pipeline.checkpoint import load_net, load_weights, save_net
 from pipeline.config import Config, flatten
+from pipeline.shards import ShardError, quarantine_shard, read_shard, shard_exists, shard_name
 from pipeline.status import RunStatus, StatusBoard, TrainingStatus
 
 log = logging.getLogger(__name__)
 
 PARENT_RUN_FILE = "pipeline.json"
+GAMES_FILE = "games.jsonl"
+REGENERATE_ATTEMPTS = 3
 
 
 class Ledger:
@@ -170,6 +180,7 @@ def run_pipeline(
         emit(text)
 
     ledger = Ledger(out / "ledger.jsonl")
+    games = Ledger(out / GAMES_FILE)
     tracker = Tracker(config, out)
     best = _initial_best(config, out, ledger, tracker, init_net)
     board.update(best=best, mlflow=tracker.uri, max_steps=config.train.max_steps)
@@ -194,7 +205,8 @@ def run_pipeline(
         if selfplay is None:
             say(f"generation {generation}: self-play of {config.run.games_per_generation} games")
             report = run_selfplay(config, shards, config.run.games_per_generation, net=load_net(best),
-                                  generation=generation, on_task=_selfplay_progress(board))  # fmt: skip
+                                  generation=generation,
+                                  on_task=_both(_record_games(games, generation), _selfplay_progress(board)))  # fmt: skip
             selfplay = {"generation": generation, "stage": "selfplay", **report.summary()}
             ledger.append(selfplay)
         tracker.log_metrics(run_id, {f"selfplay/{k}": v for k, v in selfplay.items() if k not in ("stage",)})
@@ -202,16 +214,23 @@ def run_pipeline(
 
         trained = ledger.find(generation, "train")
         if trained is None:
-            say(f"generation {generation}: training {config.train.max_steps} steps")
+            # ``best`` is still the network this generation's self-play used.
+            _ensure_shards(config, shards, generation, best, games, ledger, say)
+            train_dir = out / f"gen{generation:04d}" / "train"
+            resumed_from = _checkpoint_step(train_dir)
+            if resumed_from is None:
+                say(f"generation {generation}: training {config.train.max_steps} steps")
+            else:
+                say(f"generation {generation}: training resumes from its checkpoint at step {resumed_from}")
             board.update(stage="training")
             result = train(
-                config, shards, out / f"gen{generation:04d}" / "train", init_net=latest, resume=True,
+                config, shards, train_dir, init_net=latest, resume=True,
                 tracking_uri=tracker.uri, progress_bar=False, tags={"mlflow.parentRunId": run_id},
                 callbacks=[TrainingStatus(board)],
             )  # fmt: skip
             board.update(window_positions=result.positions)
             trained = {"generation": generation, "stage": "train", "net": result.net_path,
-                       "steps": result.steps, "metrics": result.metrics}  # fmt: skip
+                       "steps": result.steps, "resumed_from_step": resumed_from, "metrics": result.metrics}  # fmt: skip
             ledger.append(trained)
         latest = trained["net"]
         board.update(losses={k: v for k, v in trained["metrics"].items() if k.startswith("loss/")},
@@ -250,6 +269,105 @@ def run_pipeline(
     tracker.finish(tracker.parent_id)
     board.update(stage="finished")
     return {"generations": history, "best": best, "mlflow": tracker.uri, "parent_run": tracker.parent_id}
+
+
+def _both(*callbacks: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    def on_task(summary: dict[str, Any]) -> None:
+        for callback in callbacks:
+            callback(summary)
+
+    return on_task
+
+
+def _record_games(games: Ledger, generation: int) -> Callable[[dict[str, Any]], None]:
+    """``run_selfplay``'s ``on_task``: append the finished task's game ids to ``games``
+    (once per task: a task played again after its shard was quarantined has the same ids)."""
+
+    def on_task(summary: dict[str, Any]) -> None:
+        if not any(entry["task"] == summary["task"] for entry in games.entries):
+            games.append({"generation": generation, "stage": "games", "task": summary["task"],
+                          "games": sorted(summary["game_ids"])})  # fmt: skip
+
+    return on_task
+
+
+def generation_tasks(config: Config, generation: int) -> list[str]:
+    """The self-play task ids (and shard names) of ``generation``, as ``run_selfplay`` cuts them."""
+    count = math.ceil(config.run.games_per_generation / config.selfplay.games_per_task)
+    return [task_id(generation, index) for index in range(count)]
+
+
+def check_shards(config: Config, shards: str, generation: int, games: Ledger) -> dict[str, str]:
+    """Read and validate every shard of ``generation``; returns ``{task: reason}``
+    of the tasks to play again.
+
+    A shard that does not read back (truncated, corrupt, invalid rows) or whose
+    game ids differ from those ``games`` recorded for its task is quarantined
+    (``shards/quarantine/`` with a ``.reason.txt``); a missing shard is reported
+    as missing.  A valid shard whose task ``games`` lacks (the driver died
+    between the shard and its summary) has its ids recorded now.  I/O errors
+    propagate: they say nothing about the shard."""
+    recorded = {entry["task"]: entry["games"] for entry in games.entries}
+    redo: dict[str, str] = {}
+    for task in generation_tasks(config, generation):
+        if not shard_exists(shards, task):
+            redo[task] = "missing"
+            continue
+        path = os.path.join(shards, shard_name(task))
+        try:
+            table = read_shard(path, check_legality=config.train.check_legality)
+        except ShardError as error:
+            reason = error.reason
+        else:
+            ids = sorted(set(table.column("game_id").to_pylist()))
+            if task not in recorded:
+                games.append({"generation": generation, "stage": "games", "task": task, "games": ids})
+                continue
+            if ids == sorted(recorded[task]):
+                continue
+            reason = f"game ids {ids} differ from the ids {GAMES_FILE} recorded: {sorted(recorded[task])}"
+        moved = quarantine_shard(path, reason)
+        log.warning("quarantined bad shard %s -> %s: %s", path, moved, reason)
+        redo[task] = reason
+    return redo
+
+
+def _ensure_shards(
+    config: Config, shards: str, generation: int, net: str, games: Ledger, ledger: Ledger,
+    say: Callable[[str], None],
+) -> None:  # fmt: skip
+    """Make every shard of ``generation`` valid before it trains: quarantine the
+    bad ones (:func:`check_shards`) and play their tasks again with ``net``
+    (``run_selfplay`` plays just the tasks whose shard is missing, with the
+    same task ids and seeds)."""
+    for _ in range(REGENERATE_ATTEMPTS):
+        redo = check_shards(config, shards, generation, games)
+        if not redo:
+            return
+        say(f"generation {generation}: playing {len(redo)} self-play task(s) again: "
+            + "; ".join(f"{task} ({reason[:200]})" for task, reason in redo.items()))  # fmt: skip
+        ledger.append({"generation": generation, "stage": "regenerate", "tasks": redo})
+        run_selfplay(config, shards, config.run.games_per_generation, net=load_net(net),
+                     generation=generation, on_task=_record_games(games, generation))  # fmt: skip
+    redo = check_shards(config, shards, generation, games)
+    if redo:
+        raise RuntimeError(f"generation {generation}: shards still bad after {REGENERATE_ATTEMPTS} "
+                           f"attempts to play them again: {redo}")  # fmt: skip
+
+
+def _checkpoint_step(train_dir: Path) -> int | None:
+    """The step of the training checkpoint in ``train_dir`` (None: none, or unreadable)."""
+    from pipeline.training.checkpointing import read_checkpoint
+    from pipeline.training.trainer import RunPaths
+
+    path = RunPaths(train_dir).checkpoint
+    if not path.exists():
+        return None
+    try:
+        return int(read_checkpoint(path)["global_step"])
+    except Exception as error:  # noqa: BLE001 - train() reports a bad checkpoint itself
+        log.warning("cannot read the step of %s: %s", path, error)
+        return None
 
 
 def _selfplay_progress(board: StatusBoard) -> Callable[[dict[str, Any]], None]:

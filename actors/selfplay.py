@@ -13,7 +13,10 @@ from __future__ import annotations
 import logging
 import math
 import os
+import subprocess
+import sys
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,13 +43,81 @@ def init_ray(address: str | None = None, num_cpus: int | None = None) -> None:
 
     With no ``address`` (and no ``RAY_ADDRESS`` in the environment) a new local
     instance is started: a cluster that ``ray start`` left on this machine is
-    joined only when asked for (``address="auto"``, ``--ray-address auto``)."""
+    joined only when asked for (``address="auto"``, ``--ray-address auto``).
+
+    Starting a local instance (on Linux) also starts a small reaper process:
+    if this driver dies without shutting Ray down (SIGKILL, out of memory), the
+    reaper ends the processes the instance started.  Ray's fate sharing ends
+    its daemons, but its dashboard and runtime-env agents outlive a killed
+    driver by a minute or two (they keep retrying the dead GCS)."""
     if ray.is_initialized():
         return
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     if address is None and not os.environ.get("RAY_ADDRESS"):
         address = "local"
+    if address == "local" and sys.platform.startswith("linux"):
+        _start_reaper()
     ray.init(address=address, num_cpus=num_cpus, log_to_driver=False, include_dashboard=False)
+
+
+OWNER_ENV = "ZEROCHESS_RAY_OWNER"
+"""Environment variable marking every process a driver's local Ray instance starts."""
+
+# Run by a separate Python (no import of this package: it starts in milliseconds).
+# It waits for the driver to end (EOF on its stdin, a pipe whose writer is the
+# driver, or its parent process changed).  Then every process whose environment holds
+# OWNER_ENV=<tag> (Ray's daemons, agents and workers, and what they started,
+# such as Stockfish engines) gets SIGTERM, then SIGKILL.
+_REAPER = r"""
+import os, select, signal, sys, time
+marker = sys.argv[1].encode()
+driver = os.getppid()
+spare = {os.getpid(), driver}
+while os.getppid() == driver:  # re-parented: the driver is gone
+    ready, _, _ = select.select([0], [], [], 0.5)
+    if ready and not os.read(0, 65536):  # EOF: the driver is gone
+        break
+time.sleep(1.0)  # a driver that exits normally has shut Ray down already
+
+def ours():
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in spare:
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as handle:
+                if marker in handle.read().split(b"\0"):
+                    found.append(int(name))
+        except OSError:
+            pass
+    return found
+
+for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 2.0)):
+    for pid in ours():
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+    deadline = time.monotonic() + grace
+    while ours() and time.monotonic() < deadline:
+        time.sleep(0.1)
+"""
+_reaper: subprocess.Popen[bytes] | None = None  # holds the write end of its stdin open
+
+
+def _start_reaper() -> None:
+    """Mark the processes started from now on with ``OWNER_ENV`` and start the reaper."""
+    global _reaper
+    if _reaper is not None and _reaper.poll() is None:
+        return
+    tag = f"{os.getpid()}-{uuid.uuid4().hex}"
+    os.environ[OWNER_ENV] = tag  # inherited by Ray's processes and everything they start
+    _reaper = subprocess.Popen(
+        [sys.executable, "-c", _REAPER, f"{OWNER_ENV}={tag}"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,  # a Ctrl-C at the terminal must not end it before the driver
+    )
 
 
 def task_id(generation: int, index: int) -> str:
@@ -110,6 +181,7 @@ class SelfPlayActor:
         return {
             "task": task,
             "path": path,
+            "game_ids": [record.game_id for record in records],
             "seconds": time.perf_counter() - started,
             "plies": sum(len(record.plies) for record in records),
             **stats,

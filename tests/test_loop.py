@@ -85,3 +85,93 @@ def test_generation_zero_can_start_from_a_pretrained_net(tmp_path: Path, same_ar
     loaded = load_net(best)
     for name, tensor in pretrained.state_dict().items():
         assert torch.equal(loaded.state_dict()[name], tensor), name
+
+
+def _selfplay_setup(tmp_path: Path):
+    """A tiny config with two 2-game tasks per generation, a shard folder and the
+    two ledgers of a run folder."""
+    from actors.loop import GAMES_FILE, Ledger
+    from pipeline.config import load_config
+
+    config = load_config(None, ["run.games_per_generation=4", "selfplay.games_per_task=2",
+                                "selfplay.max_plies=12"], preset="tiny")  # fmt: skip
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    return config, str(shards), Ledger(tmp_path / GAMES_FILE), Ledger(tmp_path / "ledger.jsonl")
+
+
+def _play(config, shards: str, generation: int, tasks: list[str]) -> list[dict]:
+    """Play ``tasks`` in this process as run_selfplay's actors would (same seeds)."""
+    from actors.selfplay import SelfPlayActor, task_seed
+    from pipeline.config import to_dict
+
+    actor = SelfPlayActor(to_dict(config), None, shards, generation)
+    return [actor.play_task(task, task_seed(config.selfplay.seed, generation, int(task[-5:])),
+                            config.selfplay.games_per_task) for task in tasks]  # fmt: skip
+
+
+def test_check_shards_quarantines_bad_shards_and_records_unrecorded_games(tmp_path: Path) -> None:
+    from actors.loop import _record_games, check_shards, generation_tasks
+
+    config, shards, games, _ = _selfplay_setup(tmp_path)
+    tasks = generation_tasks(config, 1)
+    assert tasks == ["gen0001-task00000", "gen0001-task00001"]
+    first, second = _play(config, shards, 1, tasks)
+    record = _record_games(games, 1)
+    record(first)
+    record(first)  # a task reported twice (played again) is recorded once
+    assert [entry["task"] for entry in games.entries] == [tasks[0]]
+    assert first["game_ids"] == [f"{tasks[0]}-00000", f"{tasks[0]}-00001"]
+
+    assert check_shards(config, shards, 1, games) == {}
+    # the second task's shard was written but never recorded (driver killed): recorded now
+    assert games.entries[1] == {"generation": 1, "stage": "games", "task": tasks[1],
+                                "games": sorted(second["game_ids"])}  # fmt: skip
+
+    path = Path(shards) / f"{tasks[0]}.parquet"
+    with open(path, "r+b") as handle:
+        handle.truncate(path.stat().st_size // 2)
+    games.entries[1]["games"] = ["someone-else"]  # ids that differ from the shard's
+    redo = check_shards(config, shards, 1, games)
+    assert set(redo) == set(tasks) and "differ" in redo[tasks[1]]
+    for task in tasks:
+        assert not (Path(shards) / f"{task}.parquet").exists()
+        assert (Path(shards) / "quarantine" / f"{task}.parquet.reason.txt").read_text().strip()
+    assert check_shards(config, shards, 1, games) == dict.fromkeys(tasks, "missing")
+
+
+def test_ensure_shards_plays_a_quarantined_task_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyarrow.parquet as pq
+
+    from actors import loop
+    from models.net import AlphaZeroNet
+    from pipeline.checkpoint import save_net
+    from pipeline.shards import read_shard
+
+    config, shards, games, ledger = _selfplay_setup(tmp_path)
+    tasks = loop.generation_tasks(config, 1)
+    for summary in _play(config, shards, 1, tasks):
+        loop._record_games(games, 1)(summary)
+    before = pq.read_table(Path(shards) / f"{tasks[1]}.parquet")
+    (Path(shards) / f"{tasks[1]}.parquet").write_bytes(b"PAR1 torn")
+    save_net(AlphaZeroNet(config.net), tmp_path / "net.pt")
+    played: list[list[str]] = []
+
+    def fake_run_selfplay(config, out, games_total, *, net, generation, on_task):
+        todo = [task for task in loop.generation_tasks(config, generation)
+                if not (Path(out) / f"{task}.parquet").exists()]  # fmt: skip
+        played.append(todo)
+        for summary in _play(config, out, generation, todo):
+            on_task(summary)
+
+    monkeypatch.setattr(loop, "run_selfplay", fake_run_selfplay)
+    notes: list[str] = []
+    loop._ensure_shards(config, shards, 1, str(tmp_path / "net.pt"), games, ledger, notes.append)
+    assert played == [[tasks[1]]]
+    assert read_shard(Path(shards) / f"{tasks[1]}.parquet").equals(before)  # same seed, same games
+    assert (Path(shards) / "quarantine" / f"{tasks[1]}.parquet").read_bytes() == b"PAR1 torn"
+    assert [entry["task"] for entry in games.entries] == tasks  # no id recorded twice
+    assert [(e["stage"], list(e["tasks"])) for e in ledger.entries] == [("regenerate", [tasks[1]])]
+    assert tasks[1] in notes[0]
+    loop._ensure_shards(config, shards, 1, str(tmp_path / "net.pt"), games, ledger, notes.append)
+    assert played == [[tasks[1]]] and len(ledger.entries) == 1  # all valid: nothing to do

@@ -7,6 +7,8 @@
   with back-off and asked again; after ``retries`` failures the move raises
   :class:`EngineFailure`, which a match records as an aborted game, never a loss;
 * ``close`` always leaves no process behind (quit, else kill by process id);
+* an engine that dies during its start-up is started again (up to ``retries``
+  times, with back-off);
 * a missing or non-UCI binary is a start-up error naming the configured path.
 """
 
@@ -112,8 +114,26 @@ class StockfishPlayer:
     # -- process life cycle ------------------------------------------------
 
     def _start(self) -> None:
+        """Start the engine; one that dies during its start-up (killed, crashed) is
+        started again with back-off, up to ``retries`` times."""
+        for attempt in range(self.settings.retries + 1):
+            try:
+                self._start_once()
+                return
+            except _DiedStarting as died:
+                if attempt == self.settings.retries:
+                    raise PlayerError(
+                        f"Stockfish at {self.path!r} (gating.stockfish_path) died while starting, "
+                        f"{attempt + 1} times: {died.__cause__}"
+                    ) from died.__cause__
+                log.warning("Stockfish died while starting (%s); start %d", died.__cause__, attempt + 2)
+                time.sleep(min(0.1 * 4**attempt, 2.0))
+
+    def _start_once(self) -> None:
         try:
             engine = chess.engine.SimpleEngine.popen_uci(self.path, timeout=self.settings.timeout_s)
+        except chess.engine.EngineTerminatedError as error:
+            raise _DiedStarting from error
         except (OSError, chess.engine.EngineError, TimeoutError) as error:
             raise PlayerError(f"cannot start Stockfish at {self.path!r} (gating.stockfish_path): {error}") from error
         options: dict[str, int | bool] = {"Threads": self.settings.threads, "Hash": self.settings.hash_mb}
@@ -125,6 +145,9 @@ class StockfishPlayer:
             options["UCI_Elo"] = min(max(self.settings.elo, low), high)
         try:
             engine.configure(options)
+        except chess.engine.EngineTerminatedError as error:
+            _kill(engine)
+            raise _DiedStarting from error
         except (chess.engine.EngineError, TimeoutError) as error:
             _kill(engine)
             raise PlayerError(f"Stockfish at {self.path!r} rejected options {options}: {error}") from error
@@ -201,6 +224,10 @@ class StockfishPlayer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _DiedStarting(Exception):
+    """The engine process died during its start-up (its ``__cause__`` says how)."""
 
 
 def _elo_range(engine: chess.engine.SimpleEngine) -> tuple[int, int]:

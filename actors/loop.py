@@ -184,7 +184,7 @@ def run_pipeline(
     tracker = Tracker(config, out)
     best = _initial_best(config, out, ledger, tracker, init_net)
     board.update(best=best, mlflow=tracker.uri, max_steps=config.train.max_steps)
-    shards = str(out / "shards")
+    shards = config.run.shards or str(out / "shards")
     history: list[dict[str, Any]] = [e["summary"] for e in ledger.entries if e["stage"] == "generation"]
     latest = best  # training continues from the newest trained net; self-play uses the best
     for generation in range(1, config.run.generations + 1):

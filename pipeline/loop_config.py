@@ -16,11 +16,15 @@ class RunConfig:
         games_per_generation: self-play games per generation.
         model_name: MLflow registered model the promoted nets are versions of
             (the latest promoted carries the alias ``champion``).
+        shards: where the self-play shards go: a folder or a pyarrow
+            filesystem URI (``s3://bucket/run/shards``, ``gs://...``,
+            ``file:///...``); empty: ``OUT/shards``.
     """
 
     generations: int = 10
     games_per_generation: int = 128
     model_name: str = "zerochess"
+    shards: str = ""
 
     def __post_init__(self) -> None:
         for name in ("generations", "games_per_generation"):

@@ -110,10 +110,12 @@ def _play(config, shards: str, generation: int, tasks: list[str]) -> list[dict]:
                             config.selfplay.games_per_task) for task in tasks]  # fmt: skip
 
 
-def test_check_shards_quarantines_bad_shards_and_records_unrecorded_games(tmp_path: Path) -> None:
+@pytest.mark.parametrize("as_uri", [False, True], ids=["folder", "file-uri"])
+def test_check_shards_quarantines_bad_shards_and_records_unrecorded_games(tmp_path: Path, as_uri: bool) -> None:
     from actors.loop import _record_games, check_shards, generation_tasks
 
-    config, shards, games, _ = _selfplay_setup(tmp_path)
+    config, folder, games, _ = _selfplay_setup(tmp_path)
+    shards = Path(folder).as_uri() if as_uri else folder  # run.shards may be a filesystem URI (s3://, gs://)
     tasks = generation_tasks(config, 1)
     assert tasks == ["gen0001-task00000", "gen0001-task00001"]
     first, second = _play(config, shards, 1, tasks)
@@ -128,15 +130,15 @@ def test_check_shards_quarantines_bad_shards_and_records_unrecorded_games(tmp_pa
     assert games.entries[1] == {"generation": 1, "stage": "games", "task": tasks[1],
                                 "games": sorted(second["game_ids"])}  # fmt: skip
 
-    path = Path(shards) / f"{tasks[0]}.parquet"
+    path = Path(folder) / f"{tasks[0]}.parquet"
     with open(path, "r+b") as handle:
         handle.truncate(path.stat().st_size // 2)
     games.entries[1]["games"] = ["someone-else"]  # ids that differ from the shard's
     redo = check_shards(config, shards, 1, games)
     assert set(redo) == set(tasks) and "differ" in redo[tasks[1]]
     for task in tasks:
-        assert not (Path(shards) / f"{task}.parquet").exists()
-        assert (Path(shards) / "quarantine" / f"{task}.parquet.reason.txt").read_text().strip()
+        assert not (Path(folder) / f"{task}.parquet").exists()
+        assert (Path(folder) / "quarantine" / f"{task}.parquet.reason.txt").read_text().strip()
     assert check_shards(config, shards, 1, games) == dict.fromkeys(tasks, "missing")
 
 

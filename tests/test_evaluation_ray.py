@@ -42,7 +42,15 @@ def parse_pgns(text: str) -> list[chess.pgn.Game]:
 def test_schedule_alternates_colours_and_rotates_openings() -> None:
     tasks = schedule(["a", "b", "c"], BOOK[:4], pairs_per_pairing=2)
     assert [(t.a, t.b) for t in tasks] == [("a", "b"), ("a", "c"), ("b", "c")] * 2
-    assert len({t.opening.name for t in tasks}) == 4
+    # each round plays one opening in every pairing, the next round the next one
+    assert [t.opening.name for t in tasks] == [BOOK[0].name] * 3 + [BOOK[1].name] * 3
+
+
+@pytest.mark.parametrize("pairs", [1, 5, 12, 30])
+def test_a_match_uses_every_opening_before_repeating_one(pairs: int) -> None:
+    book = BOOK[:12]
+    names = [t.opening.name for t in schedule(["a", "b"], book, pairs_per_pairing=pairs)]
+    assert names == [book[i % len(book)].name for i in range(pairs)]
     with pytest.raises(ValueError, match="players must differ"):
         schedule(["a", "a"], BOOK, 1)
 

@@ -30,7 +30,9 @@ class PairTask:
 
 def schedule(players: list[str], openings: list[Opening], pairs_per_pairing: int) -> list[PairTask]:
     """Every pairing of a round-robin, ``pairs_per_pairing`` pairs each, the
-    pairings interleaved and the openings taken in turn."""
+    pairings interleaved.  Round ``r`` plays opening ``r`` (cycling through the
+    book) in every pairing, so each opening is used before any repeats and all
+    pairings see the same openings."""
     if len(players) < 2:
         raise ValueError(f"a match needs at least two players, got {players}")
     if len(set(players)) != len(players):
@@ -41,7 +43,7 @@ def schedule(players: list[str], openings: list[Opening], pairs_per_pairing: int
     tasks = []
     for round_index in range(pairs_per_pairing):
         for a, b in pairings:
-            opening = openings[(round_index * len(pairings) + len(tasks)) % len(openings)]
+            opening = openings[round_index % len(openings)]
             tasks.append(PairTask(len(tasks), a, b, opening))
     return tasks
 

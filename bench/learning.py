@@ -240,6 +240,22 @@ def _save(path: Path, phase: Phase, preset: str, curve: list[dict[str, Any]]) ->
                                 "generations": ordered}, indent=2))  # fmt: skip
 
 
+def recheck(phase: Phase, out: Path, generations: list[int], preset: str) -> None:
+    """Evaluate finished generations again (e.g. with more games or a fixed
+    evaluation) into ``OUT/<phase>/recheck.json``."""
+    config = load_config(ROOT / "params.yaml", phase.overrides, preset=preset)
+    ledger = Ledger(out / "run" / "ledger.jsonl")
+    gen0 = ledger.find(0, "init")["net"]  # type: ignore[index]
+    results = []
+    for generation in generations:
+        net = gen0 if generation == 0 else ledger.find(generation, "train")["net"]  # type: ignore[index]
+        entry = {"generation": generation, "loss": {},
+                 **evaluate(phase, config, net, gen0, out / f"recheck{generation:04d}")}  # fmt: skip
+        results.append(entry)
+        print(f"[{phase.name} recheck] {line(entry)}", flush=True)
+        (out / "recheck.json").write_text(json.dumps({"phase": phase.name, "generations": results}, indent=2))
+
+
 def line(entry: dict[str, Any]) -> str:
     parts = [f"gen {entry['generation']:2d}", f"loss {entry['loss'].get('loss/total', float('nan')):.3f}"]
     if "mate" in entry:
@@ -301,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--standard-pairs", type=int, default=12, help="openings (pairs) per standard evaluation")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="more config overrides")
     parser.add_argument("--plot-dir", help="also copy the plots here (e.g. docs)")
+    parser.add_argument("--recheck", metavar="GENS",
+                        help="no new generations: evaluate these generations again (e.g. 0,10,20) into recheck.json")
     args = parser.parse_args(argv)
 
     out = Path(args.out)
@@ -309,10 +327,11 @@ def main(argv: list[str] | None = None) -> int:
     common = ["gating.always_promote=true", "gating.ladder=[]", "gating.max_games=4", *args.set]
     phases = []
     if args.phase in ("endgame", "both"):
-        train = endgame_fens(args.train_positions, seed=1, max_mate=args.max_mate)
-        held_out = endgame_fens(args.eval_positions, seed=2, max_mate=args.max_mate, exclude=frozenset(train))
-        write_epd(out / "endgames_train.epd", train, "KQK/KRK")
-        write_epd(out / "endgames_eval.epd", held_out, "held-out KQK/KRK")
+        if not (out / "endgames_eval.epd").exists():  # a rerun continues with the same starts
+            train = endgame_fens(args.train_positions, seed=1, max_mate=args.max_mate)
+            held_out = endgame_fens(args.eval_positions, seed=2, max_mate=args.max_mate, exclude=frozenset(train))
+            write_epd(out / "endgames_train.epd", train, "KQK/KRK")
+            write_epd(out / "endgames_eval.epd", held_out, "held-out KQK/KRK")
         overrides = [f"selfplay.start_positions={(out / 'endgames_train.epd').resolve()}",
                      f"gating.openings={(out / 'endgames_eval.epd').resolve()}",
                      f"selfplay.max_plies={MATE_PLIES}", f"gating.max_plies={MATE_PLIES}",
@@ -328,6 +347,9 @@ def main(argv: list[str] | None = None) -> int:
         phases.append((Phase("standard", common, openings), args.minutes_standard))
     for phase, minutes in phases:
         folder = out / phase.name
+        if args.recheck:
+            recheck(phase, folder, [int(g) for g in args.recheck.split(",")], args.preset)
+            continue
         curve = run_phase(phase, folder, minutes, args.max_generations, args.preset)
         if curve:
             plot(curve, phase.name, folder / "curve.png")

@@ -269,7 +269,8 @@ def line(entry: dict[str, Any]) -> str:
     return "  ".join(parts)
 
 
-def plot(curve: list[dict[str, Any]], phase: str, path: Path) -> None:
+def plot(curve: list[dict[str, Any]], phase: str, path: Path, rechecked: list[dict[str, Any]] = ()) -> None:
+    """The curve (and the rechecked generations as black error bars)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -287,6 +288,12 @@ def plot(curve: list[dict[str, Any]], phase: str, path: Path) -> None:
         high = [e[key][f"{field}_high"] for e in points]
         axis.plot(gens, values, marker="o", label=label)
         axis.fill_between(gens, low, high, alpha=0.2)
+        again = [e for e in rechecked if key in e]
+        if again and key != "vs_gen0":
+            axis.errorbar([e["generation"] for e in again], [e[key][field] for e in again],
+                          yerr=[[e[key][field] - e[key][f"{field}_low"] for e in again],
+                                [e[key][f"{field}_high"] - e[key][field] for e in again]],
+                          fmt="s", color="black", capsize=3, label=f"{label}, rechecked")  # fmt: skip
     axis.axhline(0.5, color="grey", linewidth=0.8, linestyle=":")
     axis.set_ylim(-0.02, 1.02)
     axis.set_xlabel("generation")
@@ -349,10 +356,13 @@ def main(argv: list[str] | None = None) -> int:
         folder = out / phase.name
         if args.recheck:
             recheck(phase, folder, [int(g) for g in args.recheck.split(",")], args.preset)
-            continue
-        curve = run_phase(phase, folder, minutes, args.max_generations, args.preset)
+            curve = json.loads((folder / "curve.json").read_text())["generations"]
+        else:
+            curve = run_phase(phase, folder, minutes, args.max_generations, args.preset)
+        rechecked = json.loads((folder / "recheck.json").read_text())["generations"] \
+            if (folder / "recheck.json").exists() else []
         if curve:
-            plot(curve, phase.name, folder / "curve.png")
+            plot(curve, phase.name, folder / "curve.png", rechecked)
             if args.plot_dir:
                 Path(args.plot_dir).mkdir(parents=True, exist_ok=True)
                 shutil.copy(folder / "curve.png", Path(args.plot_dir) / f"learning-{phase.name}.png")

@@ -56,6 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    # Lightning prints its records through its own handler: not a second time through ours.
+    logging.getLogger("lightning").propagate = False
     module = _command_module(COMMANDS[args.command][0])
     try:
         return int(module.run(args))

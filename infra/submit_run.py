@@ -8,8 +8,8 @@ head's ``python`` (the venv that infra/setup.sh put on PATH). Every argument
 after ``--`` goes to ``zerochess run`` except the two below.
 
 The loop trains inside the process that runs it, so this script does not run
-it on the head (a CPU node with ``CPU: 0``): it starts one Ray task that needs
-the custom resource ``trainer`` (the training node type of the cluster
+it on the head (a CPU node with ``CPU: 0``): through ``actors/submit.py`` (the
+Ray part) it starts one Ray task that needs the custom resource ``trainer`` (the training node type of the cluster
 configs) and ``--trainer-gpus`` GPUs, and that task runs the loop. The
 self-play and gating actors the loop starts go wherever their resources are
 (the GPU self-play nodes). This script waits for the task: if it dies (the
@@ -31,29 +31,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
-
-
-def repo_root() -> Path:
-    """The checkout the project is installed from (editable install)."""
-    import pipeline
-
-    return Path(pipeline.__file__).resolve().parents[1]
-
-
-def run_loop(argv: list[str]) -> int:
-    """``zerochess run`` in this process, from the checkout's root."""
-    from pipeline.cli import main
-
-    os.chdir(repo_root())
-    try:
-        return main(["run", *argv])
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,21 +44,11 @@ def main(argv: list[str] | None = None) -> int:
     run_args = [*run_args, "--ray-address", own.ray_address]
     out = _option(run_args, "--out", "runs/pipeline")
     started = time.time()
-    import ray
+    from actors.submit import repo_root, run_on_trainer
 
-    # RAY_AUTH_MODE (and the token) come from the environment that
-    # infra/setup.sh wrote into ~/.bashrc, as for the rest of the cluster.
-    ray.init(address=own.ray_address)
-    task = ray.remote(run_loop).options(
-        num_cpus=0,  # a coordinator: the CPUs stay with the actors it starts
-        num_gpus=own.trainer_gpus,
-        resources={"trainer": 1},
-        max_retries=0,  # a rerun of the same command resumes from the ledger
-        name="zerochess-run",
-    )
     print(f"submit_run: the loop waits for a node with the 'trainer' resource "
           f"and {own.trainer_gpus:g} GPU(s)", flush=True)  # fmt: skip
-    code = ray.get(task.remote(run_args))
+    code = run_on_trainer(run_args, own.trainer_gpus, own.ray_address)
     summary = {"exit": code, "ran_on": "trainer node", "seconds": round(time.time() - started, 1), "out": out}
     metrics = Path(out) if Path(out).is_absolute() else repo_root() / out
     if (metrics / "metrics.json").exists():  # the run's figures (see actors/loop.py)

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -39,7 +38,7 @@ from typing import Any
 import torch
 
 from actors.gate import run_gate
-from actors.selfplay import run_selfplay, task_id
+from actors.selfplay import plan_tasks, run_selfplay
 from models.net import AlphaZeroNet
 from pipeline.atomic import atomic_write
 from pipeline.checkpoint import load_net, load_weights, save_net
@@ -285,16 +284,18 @@ def _record_games(games: Ledger, generation: int) -> Callable[[dict[str, Any]], 
 
     def on_task(summary: dict[str, Any]) -> None:
         if not any(entry["task"] == summary["task"] for entry in games.entries):
-            games.append({"generation": generation, "stage": "games", "task": summary["task"],
-                          "games": sorted(summary["game_ids"])})  # fmt: skip
+            _append_games(games, generation, summary["task"], summary["game_ids"])
 
     return on_task
 
 
+def _append_games(games: Ledger, generation: int, task: str, ids: list[str]) -> None:
+    games.append({"generation": generation, "stage": "games", "task": task, "games": sorted(ids)})
+
+
 def generation_tasks(config: Config, generation: int) -> list[str]:
     """The self-play task ids (and shard names) of ``generation``, as ``run_selfplay`` cuts them."""
-    count = math.ceil(config.run.games_per_generation / config.selfplay.games_per_task)
-    return [task_id(generation, index) for index in range(count)]
+    return [task for task, _ in plan_tasks(config.run.games_per_generation, config.selfplay.games_per_task, generation)]
 
 
 def check_shards(config: Config, shards: str, generation: int, games: Ledger) -> dict[str, str]:
@@ -321,7 +322,7 @@ def check_shards(config: Config, shards: str, generation: int, games: Ledger) ->
         else:
             ids = sorted(set(table.column("game_id").to_pylist()))
             if task not in recorded:
-                games.append({"generation": generation, "stage": "games", "task": task, "games": ids})
+                _append_games(games, generation, task, ids)
                 continue
             if ids == sorted(recorded[task]):
                 continue

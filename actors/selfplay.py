@@ -125,6 +125,13 @@ def task_id(generation: int, index: int) -> str:
     return f"gen{generation:04d}-task{index:05d}"
 
 
+def plan_tasks(games: int, games_per_task: int, generation: int) -> list[tuple[str, int]]:
+    """How ``games`` self-play games of ``generation`` are cut into tasks:
+    ``(task id, games)`` pairs, ``games_per_task`` each, the last one shorter."""
+    count = math.ceil(games / games_per_task)
+    return [(task_id(generation, index), min(games_per_task, games - index * games_per_task)) for index in range(count)]
+
+
 def task_seed(base_seed: int, generation: int, index: int) -> int:
     """A distinct, reproducible seed per task."""
     return (base_seed * 1_000_003 + generation * 10_007 + index) % 2**63
@@ -238,12 +245,9 @@ def run_selfplay(
         raise ValueError(f"games must be >= 1, got {games}")
     if selfplay.start_positions:
         load_start_positions(selfplay.start_positions)  # fail on the driver, not in every actor
-    count = math.ceil(games / selfplay.games_per_task)
     todo: list[tuple[str, int, int]] = []
     report = SelfPlayReport()
-    for index in range(count):
-        task = task_id(generation, index)
-        size = min(selfplay.games_per_task, games - index * selfplay.games_per_task)
+    for index, (task, size) in enumerate(plan_tasks(games, selfplay.games_per_task, generation)):
         if shard_exists(out, task):
             report.skipped.append(task)
         else:

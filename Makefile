@@ -15,13 +15,30 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.zerochess-installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test install stockfish ssh-tools bench clean
+NATIVE_SOURCES := setup.py $(wildcard models/native/*.cpp models/native/*.h)
 
-$(STAMP): pyproject.toml Makefile
+.PHONY: demo test install stockfish ssh-tools toolchain native bench clean
+
+# The native core (models/native/, C++17) needs a C++ compiler and Python's
+# headers; Debian's g++ and python3-dev are installed when missing.
+toolchain:
+	@if command -v g++ >/dev/null && $(PYTHON) -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then \
+	  echo "g++, Python headers: found"; \
+	else \
+	  echo "toolchain: installing Debian's g++ and python3-dev"; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++ python3-dev >/dev/null; \
+	fi
+
+# `pip install -e .` builds the native core (setup.py); it is rebuilt when a
+# source under models/native/ changes.
+$(STAMP): pyproject.toml Makefile $(NATIVE_SOURCES) | toolchain
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet $(TORCH_SPEC)
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $@
+
+native: $(STAMP)
 
 stockfish:
 	@if command -v stockfish >/dev/null || test -x /usr/games/stockfish; then \

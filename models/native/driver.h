@@ -1,0 +1,211 @@
+// zerochess native core: many self-play games on C++ threads (the rules of
+// pipeline/selfplay.py::SelfPlayWorker).
+//
+// The games form one or two lanes.  A lane step (step()) delivers the lane's
+// last evaluation, plays the moves of the finished searches, starts new games
+// and collects the next leaves of every game of the lane into one contiguous
+// batch; Python evaluates one lane's batch while the core steps the other
+// (double buffering).  Work inside a step is spread over `threads` threads;
+// the shared evaluation cache is written and its LRU order touched in game
+// order between the parallel phases, and every game draws from its own RNG
+// (seeded from the seed and the game index), so the games do not depend on
+// the number of threads or on the overlap of evaluation and search.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "encoding.h"
+#include "search.h"
+
+namespace zc {
+
+struct DriverConfig {
+  SearchParams search;
+  PolicyEncoding encoding = PolicyEncoding::AZ4672;
+  int games = 0;
+  int games_in_flight = 1;
+  std::uint64_t seed = 0;
+  std::vector<std::string> start_fens;
+  int random_plies = 0;
+  int max_plies = 512;
+  double full_search_prob = 1.0;
+  int fast_simulations = 32;
+  double resign_threshold = -1.0;  // <= -1 disables resigning
+  int resign_plies = 3;
+  double resign_playthrough = 0.0;
+  int threads = 1;
+};
+
+// A finished game, flat arrays (see models.native_search.NativeGame).
+struct FinishedGame {
+  int index = 0;
+  std::string start_fen, result, termination;
+  bool playthrough = false;
+  int would_resign = -1;  // -1 none, WHITE, BLACK
+  std::vector<std::string> fens, moves;
+  std::vector<std::uint8_t> turns;  // 1 = white to move
+  std::vector<Row> history;         // plies * 8 rows
+  std::vector<Meta> meta;
+  std::vector<double> root_q;
+  std::vector<std::uint8_t> full_search;
+  std::vector<std::int64_t> policy_offsets{0}, policy_index, policy_visits;
+};
+
+// Runs fn(i) for i in [0, n) on the calling thread and the pool's workers;
+// rethrows the first exception.
+class ThreadPool {
+ public:
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+  void parallel_for(int n, const std::function<void(int)>& fn);
+
+ private:
+  void worker();
+  void run_items();
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  const std::function<void(int)>* job_ = nullptr;
+  int job_size_ = 0;
+  std::atomic<int> next_{0};
+  int busy_ = 0;
+  long long generation_ = 0;
+  bool stop_ = false;
+  std::exception_ptr error_;
+};
+
+struct DriverStats {
+  long long games = 0, positions = 0, full_searches = 0, evaluations = 0, batches = 0;
+  long long resigned = 0, playthrough = 0, false_resigns = 0;
+};
+
+class SelfPlayCore {
+ public:
+  explicit SelfPlayCore(const DriverConfig& config);
+
+  int lanes() const { return static_cast<int>(lanes_.size()); }
+  // Deliver the lane's results (set_results), play, refill and collect;
+  // returns the leaves now in batch(lane).
+  int step(int lane);
+  // The lane's rows and indices (planes stay with the games: copy_planes).
+  const LeafBatch& batch(int lane) const { return lanes_.at(lane).batch; }
+  // Writes the lane's batch planes (batch(lane).leaves * PLANES_BYTES bytes).
+  void copy_planes(int lane, std::uint8_t* out) const;
+  // Copies the evaluation of the lane's batch; throws ChessError for wrong sizes.
+  void set_results(int lane, const float* logits, long long num_logits, const float* values, long long num_values);
+  std::vector<FinishedGame> take_finished();
+  bool done() const;
+  const DriverStats& stats() const { return stats_; }
+
+ private:
+  struct Game {
+    int index = 0;
+    std::mt19937_64 rng;
+    std::unique_ptr<SearchTree> tree;
+    FinishedGame record;
+    bool full_search = true;
+    int low_streak[2] = {0, 0};
+    bool over = false;
+    LeafBatch leaves;
+    long long leaf_begin = 0, move_begin = 0;
+  };
+  struct Lane {
+    std::vector<std::unique_ptr<Game>> games;
+    LeafBatch batch;
+    std::vector<float> logits, values;
+    bool has_results = false;
+  };
+
+  std::unique_ptr<Game> new_game(int index);
+  Board start_board(std::mt19937_64& rng) const;
+  void start_search(Game& game);
+  void play_move(Game& game);
+  bool resigns(Game& game, int side, double value);
+  void finish(Game& game);
+
+  DriverConfig config_;
+  std::shared_ptr<EvalCache> cache_;
+  ThreadPool pool_;
+  std::vector<Lane> lanes_;
+  int per_lane_ = 1;
+  int started_ = 0;
+  std::vector<FinishedGame> finished_;
+  DriverStats stats_;
+};
+
+// A start position: one of `fens` plus `random_plies` random moves, never a
+// finished game; the returned board has no history.
+Board draw_start_board(const std::vector<std::string>& fens, int random_plies, std::mt19937_64& rng);
+
+struct MatchConfig {
+  SearchParams search[2];  // player A, player B
+  PolicyEncoding encoding = PolicyEncoding::AZ4672;
+  int games = 0;
+  int games_in_flight = 1;
+  std::uint64_t seed = 0;
+  std::vector<std::string> start_fens;
+  int random_plies = 0;
+  int max_plies = 512;
+  int threads = 1;
+};
+
+struct MatchRecord {
+  int index = 0;
+  std::string start_fen, result, termination;
+  bool a_is_white = true;
+  std::vector<std::string> moves;
+};
+
+// Games between two players (A and B, each with its own search parameters,
+// cache and evaluator), sides alternating: A is white in even games.  Each
+// player keeps its own tree per game (reused after both sides' moves); a step
+// delivers both players' evaluations, plays moves and collects the leaves of
+// the trees of the players to move into batch(0) (A) and batch(1) (B).
+class MatchCore {
+ public:
+  explicit MatchCore(const MatchConfig& config);
+  void step();
+  const LeafBatch& batch(int player) const { return batches_[player]; }
+  void copy_planes(int player, std::uint8_t* out) const;
+  void set_results(int player, const float* logits, long long num_logits, const float* values, long long num_values);
+  std::vector<MatchRecord> take_finished();
+  bool done() const { return started_ >= config_.games && games_.empty(); }
+
+ private:
+  struct Game {
+    std::mt19937_64 rng;
+    std::unique_ptr<SearchTree> trees[2];
+    MatchRecord record;
+    int mover = 0;  // player to move
+    bool over = false;
+    LeafBatch leaves;
+    long long leaf_begin = 0, move_begin = 0;
+  };
+  std::unique_ptr<Game> new_game(int index);
+  void play_move(Game& game);
+  int player_to_move(const Game& game) const;
+
+  MatchConfig config_;
+  std::shared_ptr<EvalCache> caches_[2];
+  ThreadPool pool_;
+  std::vector<std::unique_ptr<Game>> games_;
+  LeafBatch batches_[2];
+  std::vector<float> logits_[2], values_[2];
+  bool has_results_[2] = {false, false};
+  int started_ = 0;
+  std::vector<MatchRecord> finished_;
+};
+
+}  // namespace zc

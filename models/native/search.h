@@ -1,0 +1,290 @@
+// zerochess native core: PUCT tree search (AlphaZero), the C++ twin of
+// models/search.py (GameTree), which is its specification: the same selection
+// formula, first-play urgency, virtual loss, batched leaf collection, tree
+// reuse, evaluation cache and terminal rules, with the same arithmetic in the
+// same order (double everywhere) so that both give the same visit counts for
+// the same priors and values.
+//
+// Signs (as in models/search.py): Node::value_sum / visits is the mean value
+// from the node's side to move; Edge::w / Edge::n is the mean value of the move
+// from the side choosing it.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "board.h"
+#include "encoding.h"
+
+namespace zc {
+
+// models.search.SearchConfig (validated on the Python side).
+struct SearchParams {
+  int num_simulations = 200;
+  double c_puct_init = 1.25;
+  double c_puct_base = 19652.0;
+  bool fpu_absolute = false;  // fpu_mode == "absolute"
+  double fpu_value = 0.25;
+  double dirichlet_alpha = 0.3;
+  double dirichlet_epsilon = 0.25;
+  double temperature = 1.0;
+  int temperature_plies = 30;
+  int leaves_per_batch = 8;
+  double virtual_loss = 1.0;
+  long long cache_size = 200000;
+};
+
+// One cached evaluation: the legal moves (generation order) and their priors.
+struct CacheEntry {
+  std::vector<Move> moves;
+  std::vector<double> priors;
+  double value = 0.0;
+};
+using CacheEntryPtr = std::shared_ptr<const CacheEntry>;
+
+struct CacheKey {
+  std::uint64_t key;
+  int repetitions;  // min(repetitions, 2)
+  bool operator==(const CacheKey& o) const { return key == o.key && repetitions == o.repetitions; }
+};
+struct CacheKeyHash {
+  std::size_t operator()(const CacheKey& k) const {
+    return static_cast<std::size_t>(k.key ^ (static_cast<std::uint64_t>(k.repetitions) * 0x9E3779B97F4A7C15ULL));
+  }
+};
+
+// LRU evaluation cache (models.evaluation.EvalCache), shareable between trees
+// and threads (one mutex).
+class EvalCache {
+ public:
+  explicit EvalCache(long long max_size) : max_size_(max_size) {}
+  // The entry or null; `touch` marks it most recently used (as EvalCache.get).
+  CacheEntryPtr get(const CacheKey& key, bool touch = true);
+  void touch(const CacheKey& key);
+  void put(const CacheKey& key, CacheEntryPtr entry);
+  long long size() const;
+  long long max_size() const { return max_size_; }
+  long long hits() const;
+  long long misses() const;
+  void clear();
+
+ private:
+  struct Slot {
+    std::list<CacheKey>::iterator order;
+    CacheEntryPtr entry;
+  };
+  long long max_size_;
+  mutable std::mutex mutex_;
+  std::list<CacheKey> order_;  // least recently used first
+  std::unordered_map<CacheKey, Slot, CacheKeyHash> data_;
+  long long hits_ = 0, misses_ = 0;
+};
+
+struct Edge {
+  double prior = 0.0;
+  double n = 0.0;
+  double w = 0.0;
+  std::int32_t child = -1;
+  std::int32_t policy = -1;  // policy index of the move (-1 until computed)
+  Move move;
+};
+
+struct Node {
+  Board board;
+  Row row{};
+  std::uint64_t key = 0;
+  std::int32_t repetitions = 0;
+  std::int32_t edge_begin = 0;
+  std::int32_t num_edges = 0;
+  std::int32_t parent = -1;  // for views only
+  long long visits = 0;
+  double value_sum = 0.0;
+  double terminal_value = 0.0;
+  bool terminal = false;
+  bool pending = false;
+  bool expanded = false;  // priors set
+  bool has_moves = false;  // edges allocated (pending or expanded)
+};
+
+// A growable byte buffer whose new bytes are not zero-filled (planes are
+// written whole right after a resize).
+class ByteBuffer {
+ public:
+  std::uint8_t* data() { return data_.get(); }
+  const std::uint8_t* data() const { return data_.get(); }
+  std::size_t size() const { return size_; }
+  void clear() { size_ = 0; }
+  void resize(std::size_t size) {
+    if (size > capacity_) {
+      std::size_t capacity = std::max(size, 2 * capacity_);
+      std::unique_ptr<std::uint8_t[]> fresh(new std::uint8_t[capacity]);
+      if (size_) std::memcpy(fresh.get(), data_.get(), size_);
+      data_ = std::move(fresh);
+      capacity_ = capacity;
+    }
+    size_ = size;
+  }
+
+ private:
+  std::unique_ptr<std::uint8_t[]> data_;
+  std::size_t size_ = 0, capacity_ = 0;
+};
+
+// The leaves of one evaluator call: planes, and for each listed move the
+// leaf's row and policy index.
+struct LeafBatch {
+  ByteBuffer planes;  // leaves * PLANES_BYTES
+  std::vector<std::int64_t> rows;
+  std::vector<std::int64_t> indices;
+  int leaves = 0;
+  void clear() {
+    planes.clear();
+    rows.clear();
+    indices.clear();
+    leaves = 0;
+  }
+};
+
+// What a search reports at its root (models.search.SearchResult, raw).
+struct RootStats {
+  std::vector<Move> moves;
+  std::vector<int> policy;  // policy index per move
+  std::vector<double> child_n, child_w, priors;
+  double root_value = 0.0;
+  int best = 0;  // most visited, ties to the higher prior, then the first
+};
+
+class SearchTree {
+ public:
+  // The game line is root_fen followed by `moves` (the python-chess move
+  // stack); the search position is its end.  Throws ChessError naming the
+  // FEN for an invalid position or an illegal move.
+  SearchTree(const SearchParams& params, PolicyEncoding encoding, std::shared_ptr<EvalCache> cache,
+             std::uint64_t seed, const std::string& root_fen, const std::vector<Move>& moves);
+
+  const SearchParams& params() const { return params_; }
+  const Board& board() const { return nodes_[root_].board; }
+  std::string fen() const { return board().fen(); }
+  PolicyEncoding encoding() const { return encoding_; }
+
+  void advance(Move move);  // ChessError for an illegal move
+  void start(long long num_simulations, bool add_noise);
+  bool finished() const { return nodes_[root_].expanded && done_ >= target_; }
+  long long simulations_done() const { return done_; }
+  long long collisions() const { return collisions_; }
+  int pending_leaves() const { return static_cast<int>(pending_.size()); }
+  bool root_terminal() const;  // game over at the root
+
+  // Collects up to `limit` leaves (<= 0: leaves_per_batch) into `out`,
+  // appending planes, rows (offset by out.leaves) and indices.
+  int collect(LeafBatch& out, int limit = 0);
+  // Checks the evaluation of the pending leaves (logits in collection
+  // order); throws ChessError naming the FEN.
+  void validate(const float* logits, long long num_logits, const float* values, long long num_values) const;
+  // Expands the pending leaves and backs the values up (validate first).
+  void deliver(const float* logits, const float* values);
+  // Forgets the pending leaves (after a failed evaluation): virtual loss
+  // reverted, the nodes unexpanded again.
+  void abort_pending();
+  int pending_moves() const { return pending_moves_; }
+
+  RootStats result() const;
+  void history_snapshot(Row* out8) const { history_.snapshot(out8); }
+  const GameLine& history() const { return history_; }
+  int root_repetitions() const { return nodes_[root_].repetitions; }
+
+  // Driver mode: cache puts and LRU touches are kept and applied later in a
+  // fixed order (flush_cache), so that threads do not change the results.
+  void set_deferred_cache(bool deferred) { deferred_cache_ = deferred; }
+  void flush_cache_puts();
+  void flush_cache_touches();
+
+  // Read-only node access for the views (ids are valid until advance()).
+  int root_id() const { return root_; }
+  int node_count() const { return static_cast<int>(nodes_.size()); }
+  const Node& node(int id) const;
+  const Edge* edges(int id) const { return edges_.data() + nodes_[id].edge_begin; }
+  long long generation() const { return generation_; }
+
+  std::mt19937_64& rng() { return rng_; }
+
+ private:
+  struct PathStep {
+    std::int32_t node;
+    std::int32_t edge;  // index within the node's edges
+  };
+  struct Pending {
+    std::int32_t node;
+    std::int32_t path_begin;
+    std::int32_t path_size;
+    std::int32_t moves_begin;  // offset of its logits in the delivery
+  };
+
+  int new_root_node(const Board& board);
+  int make_child(int parent, int edge_index, const PathStep* path, int path_size);
+  int select(const Node& node) const;
+  // Returns true when a leaf went to `out`.
+  bool simulate(LeafBatch& out);
+  bool reach_leaf(int node_id, const PathStep* path, int path_size, LeafBatch& out);
+  void backup(const PathStep* path, int path_size, int leaf, double value);
+  void revert_virtual_loss(const PathStep* path, int path_size);
+  void add_noise_(int node_id);
+  void set_moves(int node_id, const Move* moves, int count);
+  void write_leaf(int node_id, const PathStep* path, int path_size, LeafBatch& out);
+  void compact(int new_root);
+  CacheKey cache_key(const Node& node) const {
+    return CacheKey{node.key, node.repetitions < 2 ? node.repetitions : 2};
+  }
+
+  SearchParams params_;
+  PolicyEncoding encoding_;
+  std::shared_ptr<EvalCache> cache_;
+  std::mt19937_64 rng_;
+  GameLine history_;
+  std::vector<Node> nodes_;
+  std::vector<Edge> edges_;
+  int root_ = 0;
+  long long target_ = 0, done_ = 0, in_flight_ = 0;
+  bool noise_ = false;
+  int noised_root_ = -1;
+  bool last_was_collision_ = false;
+  long long collisions_ = 0;
+  long long generation_ = 0;
+  bool game_rows_valid_ = false;
+  Row game_rows_[HISTORY_STEPS];
+  std::vector<Node> spare_nodes_;  // compaction target, swapped with nodes_
+  std::vector<Edge> spare_edges_;
+  std::vector<int> compact_order_;
+  std::vector<PathStep> path_;          // scratch path of the current simulation
+  std::vector<PathStep> pending_paths_;  // paths of the pending leaves
+  std::vector<Pending> pending_;
+  int pending_moves_ = 0;
+  bool deferred_cache_ = false;
+  std::vector<std::pair<CacheKey, CacheEntryPtr>> deferred_puts_;
+  std::vector<CacheKey> deferred_touches_;
+};
+
+// Softmax in double of `count` logits (max subtracted), into out.
+void softmax(const float* logits, int count, double* out);
+
+// Self-play move choice (models.search.select_move): sample proportional to
+// N^(1/T) for plies < temperature_plies (T > 0), else the best move.
+int choose_move(const RootStats& stats, int ply, const SearchParams& params, std::mt19937_64& rng);
+
+// Uniform double in [0, 1) from 53 bits.
+inline double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+// Uniform integer in [0, n).
+inline int uniform_int(std::mt19937_64& rng, int n) {
+  return static_cast<int>(static_cast<std::uint64_t>(uniform01(rng) * n));
+}
+std::uint64_t mix_seed(std::uint64_t a, std::uint64_t b);
+
+}  // namespace zc

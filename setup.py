@@ -1,0 +1,38 @@
+"""Builds the native core (models._native) with pybind11; everything else is in pyproject.toml.
+
+Release flags and no -march=native: the same wheel must run on every node of a
+cluster whatever its CPU generation (x86-64 baseline, SSE2).  Set
+ZEROCHESS_NATIVE_SANITIZE=1 to build with AddressSanitizer and UBSan (see the
+README's section on the native core).
+"""
+
+from __future__ import annotations
+
+import os
+from glob import glob
+
+from pybind11.setup_helpers import ParallelCompile, Pybind11Extension, build_ext
+from setuptools import setup
+
+ParallelCompile("ZEROCHESS_BUILD_JOBS", default=2).install()
+
+compile_args = ["-O3", "-ffp-contract=off", "-fno-math-errno", "-Wall", "-Wextra"]
+link_args: list[str] = ["-pthread"]
+if os.environ.get("ZEROCHESS_NATIVE_SANITIZE"):
+    sanitize = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g"]
+    compile_args = ["-O1", "-ffp-contract=off", *sanitize]
+    link_args += sanitize
+
+setup(
+    ext_modules=[
+        Pybind11Extension(
+            "models._native",
+            sorted(glob("models/native/*.cpp")),
+            include_dirs=["models/native"],
+            cxx_std=17,
+            extra_compile_args=["-pthread", *compile_args],
+            extra_link_args=link_args,
+        )
+    ],
+    cmdclass={"build_ext": build_ext},
+)

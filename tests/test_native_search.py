@@ -1,0 +1,389 @@
+"""The native PUCT search (models.native_search) against models.search, its specification.
+
+With :class:`HashEvaluator` (priors and values hashed from the leaf's input
+planes) and no noise, both backends must give the same visit counts and root
+values on the same positions, whatever the batching, cache and FPU settings,
+and after tree reuse.  Then: noise, errors, and a fuzz test with random
+evaluator output.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import chess
+import numpy as np
+import pytest
+
+from models import _native
+from models.evaluation import EvalCache
+from models.native_search import (
+    HashEvaluator,
+    NativeCache,
+    NativeTree,
+    run_native_searches,
+    softmax,
+)
+from models.search import GameTree, SearchConfig, SearchError, run_searches
+from pipeline.uci.analysis import root_lines
+from tests.native_random_games import random_games
+
+KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
+NEAR_MATE = [
+    "6k1/5ppp/8/8/8/8/5PPP/3R2K1 w - - 0 1",  # back-rank mate in one
+    "r1bqkb1r/pppp1ppp/2n2n2/4p2Q/2B1P3/8/PPPP1PPP/RNB1K1NR w KQkq - 4 4",  # Qxf7#
+    "7k/5Q2/6K1/8/8/8/8/8 w - - 0 1",  # mates and stalemates around
+    "k7/8/1K6/8/8/8/8/7R w - - 0 1",  # rook mate in one
+]
+EP_FEN = "rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3"
+
+
+def _board_from_moves(moves: list[str], fen: str = chess.STARTING_FEN) -> chess.Board:
+    board = chess.Board(fen)
+    for uci in moves:
+        board.push_uci(uci)
+    return board
+
+
+def _repetition_board() -> chess.Board:
+    """The start position after the knights went out and back once (one repetition)."""
+    return _board_from_moves(["g1f3", "g8f6", "f3g1", "f6g8", "b1c3"])
+
+
+def _repetition_board_twice() -> chess.Board:
+    """A line where the root position occurred before and the tree can reach a threefold."""
+    return _board_from_moves(["g1f3", "g8f6", "f3g1", "f6g8", "g1f3", "g8f6", "f3g1"])
+
+
+@functools.cache
+def _positions() -> tuple[chess.Board, ...]:
+    """At least 30 positions, most with a move stack (history planes, repetitions)."""
+    boards = [chess.Board(), chess.Board(KIWIPETE), chess.Board(EP_FEN)]
+    boards += [_repetition_board(), _repetition_board_twice()]
+    boards += [chess.Board(fen) for fen in NEAR_MATE]
+    for moves in random_games(40, seed=7, max_plies=120):
+        for cut in (len(moves) // 3, (2 * len(moves)) // 3):
+            board = _board_from_moves(moves[:cut])
+            if board.outcome(claim_draw=True) is None and any(board.legal_moves):
+                boards.append(board)
+        if len(boards) >= 34:
+            break
+    return tuple(boards)
+
+
+def _python_tree(board: chess.Board, config: SearchConfig, cache: EvalCache | None) -> GameTree:
+    return GameTree(board.copy(), config, needs_planes=True, cache=cache)
+
+
+def _visits(result) -> dict[str, int]:  # noqa: ANN001 - SearchResult of either backend
+    return {move.uci(): int(visits) for move, visits in zip(result.moves, result.visits)}
+
+
+def _assert_same(python_tree: GameTree, native_tree: NativeTree, context: str) -> None:
+    expected, got = python_tree.result(), native_tree.result()
+    assert _visits(got) == _visits(expected), context
+    assert got.root_value == pytest.approx(expected.root_value, abs=1e-12), context
+    assert got.best_move == expected.best_move, context
+    priors = dict(zip([m.uci() for m in expected.moves], expected.priors))
+    for move, prior in zip(got.moves, got.priors):
+        assert prior == pytest.approx(priors[move.uci()], rel=1e-12, abs=1e-15), context
+    assert native_tree.collisions == python_tree.collisions, context
+
+
+CONFIGS = [
+    pytest.param(
+        dict(leaves_per_batch=1, cache_size=0, fpu_mode="relative"), id="lpb1-nocache-relative"
+    ),
+    pytest.param(
+        dict(leaves_per_batch=1, cache_size=10_000, fpu_mode="absolute", fpu_value=0.0),
+        id="lpb1-cache-abs",
+    ),
+    pytest.param(
+        dict(leaves_per_batch=8, cache_size=0, fpu_mode="absolute", fpu_value=-1.0),
+        id="lpb8-nocache-abs",
+    ),
+    pytest.param(
+        dict(leaves_per_batch=8, cache_size=10_000, fpu_mode="relative"), id="lpb8-cache-relative"
+    ),
+    pytest.param(
+        dict(leaves_per_batch=8, cache_size=30, fpu_mode="relative", virtual_loss=3.0),
+        id="lpb8-lru-vl3",
+    ),
+]
+
+
+def _tree_pair(board: chess.Board, config: SearchConfig) -> tuple[GameTree, NativeTree]:
+    """A python and a native tree on ``board``, each with its own cache when enabled."""
+    size = config.cache_size
+    python_tree = _python_tree(board, config, EvalCache(size) if size else None)
+    native_tree = NativeTree(board.copy(), config, cache=NativeCache(size) if size else None)
+    return python_tree, native_tree
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("overrides", CONFIGS)
+def test_same_visits_as_python_search(overrides: dict) -> None:
+    config = SearchConfig(num_simulations=96, **overrides)
+    evaluator = HashEvaluator(seed=3)
+    positions = _positions()
+    assert len(positions) >= 30
+    for board in positions:
+        python_tree, native_tree = _tree_pair(board, config)
+        python_tree.start()
+        native_tree.start()
+        run_searches([python_tree], evaluator)
+        run_native_searches([native_tree], evaluator)
+        _assert_same(python_tree, native_tree, f"{board.fen()} {overrides}")
+
+
+@pytest.mark.parametrize("overrides", CONFIGS[::2])
+def test_same_visits_with_tree_reuse(overrides: dict) -> None:
+    """Advance both trees through their best moves; reused visits count towards the budget."""
+    config = SearchConfig(num_simulations=120, **overrides)
+    evaluator = HashEvaluator(seed=5)
+    for board in (chess.Board(), _repetition_board(), chess.Board(NEAR_MATE[1])):
+        python_tree, native_tree = _tree_pair(board, config)
+        for step in range(4):
+            if python_tree._is_terminal_root():  # noqa: SLF001
+                break
+            python_tree.start()
+            native_tree.start()
+            run_searches([python_tree], evaluator)
+            run_native_searches([native_tree], evaluator)
+            _assert_same(python_tree, native_tree, f"{python_tree.board.fen()} step {step}")
+            move = python_tree.result().best_move
+            python_tree.advance(move)
+            native_tree.advance(move)
+            assert native_tree.board.fen() == python_tree.board.fen()
+            assert np.array_equal(native_tree.history_snapshot(), python_tree.history_snapshot())
+
+
+def test_many_trees_share_one_cache_and_batch() -> None:
+    """Trees stepped together with one shared cache: the same as run_searches."""
+    config = SearchConfig(num_simulations=64, leaves_per_batch=4, cache_size=5_000)
+    boards = [chess.Board(), chess.Board(KIWIPETE), _repetition_board(), chess.Board(EP_FEN)]
+    python_cache, native_cache = EvalCache(config.cache_size), NativeCache(config.cache_size)
+    python_trees = [_python_tree(board, config, python_cache) for board in boards]
+    native_trees = [NativeTree(board.copy(), config, cache=native_cache) for board in boards]
+    for tree in (*python_trees, *native_trees):
+        tree.start()
+    python_calls = run_searches(python_trees, HashEvaluator())
+    native_calls = run_native_searches(native_trees, HashEvaluator())
+    assert native_calls == python_calls
+    assert len(native_cache) == len(python_cache)
+    for python_tree, native_tree in zip(python_trees, native_trees):
+        _assert_same(python_tree, native_tree, python_tree.board.fen())
+
+
+def test_analysis_reads_native_trees_like_python_trees() -> None:
+    config = SearchConfig(num_simulations=300, leaves_per_batch=4, cache_size=0)
+    board = chess.Board(NEAR_MATE[3])
+    python_tree, native_tree = _python_tree(board, config, None), NativeTree(board.copy(), config)
+    for tree, run in ((python_tree, run_searches), (native_tree, run_native_searches)):
+        tree.start()
+        run([tree], HashEvaluator())
+    expected, got = root_lines(python_tree), root_lines(native_tree)  # type: ignore[arg-type]
+    assert [(line.move, line.visits, line.mate, line.pv) for line in got] == [
+        (line.move, line.visits, line.mate, line.pv) for line in expected
+    ]
+    assert got[0].mate is not None and got[0].mate > 0
+    root = native_tree.root
+    assert root.expanded and not root.pending and root.terminal_value is None
+    assert root.visits == python_tree.root.visits
+    assert root.q() == pytest.approx(python_tree.root.q(), abs=1e-12)
+    frontier, mated = [root], []
+    for _ in range(4):
+        frontier = [child for node in frontier for child in node.children if child is not None]
+        mated += [node for node in frontier if node.terminal_value == -1.0]
+    assert mated and all(node.board.is_checkmate() and node.moves is None for node in mated)
+
+
+def test_root_views_go_stale_after_advance() -> None:
+    tree = NativeTree(chess.Board(), SearchConfig(num_simulations=16, cache_size=0))
+    tree.start()
+    run_native_searches([tree], HashEvaluator())
+    root = tree.root
+    tree.advance(tree.result().best_move)
+    with pytest.raises(SearchError, match="stale"):
+        _ = root.visits
+
+
+def test_noise_changes_root_priors_only() -> None:
+    config = SearchConfig(num_simulations=200, leaves_per_batch=1, cache_size=0)
+    evaluator = HashEvaluator()
+    clean = NativeTree(chess.Board(), config, seed=1)
+    noisy = NativeTree(chess.Board(), config, seed=1)
+    again = NativeTree(chess.Board(), config, seed=1)
+    other = NativeTree(chess.Board(), config, seed=2)
+    clean.start()
+    for tree in (noisy, again, other):
+        tree.start(add_noise=True)
+    run_native_searches([clean, noisy, again, other], evaluator)
+    assert not np.allclose(noisy.result().priors, clean.result().priors)
+    assert np.array_equal(noisy.result().priors, again.result().priors)
+    assert not np.array_equal(noisy.result().priors, other.result().priors)
+    assert noisy.result().priors.sum() == pytest.approx(1.0)
+    compared = 0
+    for clean_child, noisy_child in zip(clean.root.children, noisy.root.children):
+        both = (clean_child, noisy_child)
+        if all(child is not None and child.expanded for child in both):
+            assert clean_child.priors == noisy_child.priors
+            compared += 1
+    assert compared >= 5
+
+
+def test_noise_on_a_reused_root_once() -> None:
+    config = SearchConfig(num_simulations=100, cache_size=0)
+    tree = NativeTree(chess.Board(), config, seed=4)
+    tree.start()
+    run_native_searches([tree], HashEvaluator())
+    before = tree.result().priors
+    tree.start(num_simulations=150, add_noise=True)
+    noised = tree.result().priors
+    assert not np.array_equal(before, noised)
+    tree.start(num_simulations=160, add_noise=True)  # same root: noise is not added twice
+    assert np.array_equal(tree.result().priors, noised)
+
+
+@pytest.mark.parametrize(
+    "board",
+    [
+        chess.Board("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1"),  # stalemate
+        chess.Board("k7/1Q6/1K6/8/8/8/8/8 b - - 0 1"),  # checkmate
+        chess.Board("8/8/8/4k3/8/8/4K3/8 w - - 0 1"),  # insufficient material
+        chess.Board("4k3/8/8/8/8/8/8/4K2R w K - 100 80"),  # fifty moves
+        _board_from_moves(["g1f3", "g8f6", "f3g1", "f6g8"] * 2),  # threefold
+    ],
+    ids=["stalemate", "checkmate", "insufficient", "fifty", "threefold"],
+)
+def test_finished_games_cannot_be_searched(board: chess.Board) -> None:
+    tree = NativeTree(board, SearchConfig(num_simulations=8))
+    with pytest.raises(SearchError, match="finished game"):
+        tree.start()
+
+
+@pytest.mark.parametrize(
+    "fen",
+    [
+        "8/8/8/8/8/8/8/K7 w - - 0 1",
+        "4k3/8/8/8/8/8/4r3/4K3 b - - 0 1",
+        "4k3/8/8/8/8/8/8/4K3 w - - 0 1 extra",
+    ],
+    ids=["no-black-king", "side-not-to-move-in-check", "bad-fen"],
+)
+def test_invalid_positions_raise_naming_the_fen(fen: str) -> None:
+    try:
+        board = chess.Board(fen)
+    except ValueError:
+        with pytest.raises(ValueError):
+            _native.SearchTree(_native.SearchParams(), "az4672", None, 0, fen, [])
+        return
+    with pytest.raises(SearchError, match=fen.split()[0].replace("/", "/")):
+        NativeTree(board, SearchConfig())
+
+
+def test_illegal_moves_and_bad_counts_raise() -> None:
+    tree = NativeTree(chess.Board(), SearchConfig(num_simulations=8))
+    with pytest.raises(SearchError, match="e2e5"):
+        tree.advance(chess.Move.from_uci("e2e5"))
+    with pytest.raises(SearchError, match="-1"):
+        tree.start(num_simulations=-1)
+    with pytest.raises(SearchError, match="no search"):
+        tree.result()
+    with pytest.raises(ValueError, match="encoding"):
+        NativeTree(chess.Board(), SearchConfig(), policy_encoding="nope")
+
+
+class _BadEvaluator:
+    """Wraps HashEvaluator and spoils its output in one way."""
+
+    def __init__(self, spoil: str) -> None:
+        self.spoil = spoil
+        self.inner = HashEvaluator()
+
+    def evaluate_batch(self, planes, rows, indices):  # noqa: ANN001, ANN201
+        logits, values = self.inner.evaluate_batch(planes, rows, indices)
+        if self.spoil == "short-logits":
+            return logits[:-1], values
+        if self.spoil == "2d-values":
+            return logits, values.reshape(-1, 1)
+        if self.spoil == "nan-value":
+            values[-1] = np.nan
+        elif self.spoil == "inf-logit":
+            logits[0] = np.inf
+        elif self.spoil == "big-value":
+            values[0] = 1.5
+        elif self.spoil == "not-a-pair":
+            return logits
+        elif self.spoil == "strings":
+            return ["a"] * len(logits), values
+        return logits, values
+
+
+@pytest.mark.parametrize(
+    ("spoil", "match"),
+    [
+        ("short-logits", r"shape \(\d+,\)"),
+        ("2d-values", r"shape \(\d+, 1\)"),
+        ("nan-value", "non-finite.*/"),
+        ("inf-logit", "non-finite.*/"),
+        ("big-value", "outside.*/"),
+        ("not-a-pair", "pair"),
+        ("strings", "float"),
+    ],
+)
+def test_bad_evaluator_output_raises_and_the_tree_survives(spoil: str, match: str) -> None:
+    config = SearchConfig(num_simulations=40, leaves_per_batch=4, cache_size=100)
+    tree = NativeTree(chess.Board(KIWIPETE), config)
+    tree.start()
+    run_native_searches([tree], HashEvaluator(), should_stop=lambda: True)  # root only
+    with pytest.raises(ValueError, match=match):
+        run_native_searches([tree], _BadEvaluator(spoil))
+    run_native_searches([tree], HashEvaluator())
+    assert tree.finished
+    assert int(tree.result().visits.sum()) == 40
+
+
+class _RandomEvaluator:
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def evaluate_batch(self, planes, rows, indices):  # noqa: ANN001, ANN201
+        assert planes.dtype == np.uint8 and planes.shape[1:] == (119, 8, 8)
+        assert planes.flags.c_contiguous
+        assert rows.dtype == np.int64 and indices.dtype == np.int64
+        assert np.all(np.diff(rows) >= 0) and rows[-1] == len(planes) - 1
+        scale = 10.0 ** self.rng.uniform(-3, 30)
+        logits = (self.rng.standard_normal(len(rows)) * scale).astype(np.float32)
+        values = self.rng.uniform(-1, 1, len(planes)).astype(np.float32)
+        return logits, values
+
+
+def test_fuzz_random_evaluator_output() -> None:
+    rng = np.random.default_rng(11)
+    positions = _positions()
+    for round_ in range(12):
+        config = SearchConfig(
+            num_simulations=int(rng.integers(1, 150)),
+            leaves_per_batch=int(rng.integers(1, 16)),
+            cache_size=int(rng.choice([0, 10, 1000])),
+            fpu_mode=str(rng.choice(["relative", "absolute"])),
+            fpu_value=float(rng.uniform(-1, 2)),
+            virtual_loss=float(rng.uniform(0, 3)),
+        )
+        cache = NativeCache(config.cache_size)
+        picks = rng.integers(0, len(positions), 3)
+        trees = [NativeTree(positions[i].copy(), config, cache=cache, seed=round_) for i in picks]
+        for tree in trees:
+            tree.start(add_noise=bool(rng.integers(2)))
+        run_native_searches(trees, _RandomEvaluator(round_))
+        for tree in trees:
+            result = tree.result()
+            assert int(result.visits.sum()) == config.num_simulations
+            assert result.priors.sum() == pytest.approx(1.0)
+            assert -1.0 <= result.root_value <= 1.0
+
+
+def test_core_softmax_matches_numpy() -> None:
+    logits = np.random.default_rng(0).standard_normal(40).astype(np.float32) * 5
+    np.testing.assert_allclose(_native.softmax(logits), softmax(logits), rtol=1e-14)

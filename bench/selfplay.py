@@ -5,7 +5,14 @@ The full path is search + leaf encoding + batched inference + shard writing
 baseline is the same network's forward pass alone, in the same run, at the
 batch size the self-play actually reached.  Their ratio is the
 "network-bound share": 1.0 would mean the search and bookkeeping cost nothing.
-The last rows play through Ray with 1 actor x 2 threads and 2 actors x 1 thread.
+Beside it, the share of the wall time spent inside the network calls (a
+figure that load from other processes moves less).
+
+Each network (the default 6x64, ``NetConfig.preset("cpu")``, and the 2x32 of
+``presets/cpu.yaml``) is measured on both search backends side by side: the
+python reference (before) and the native core (after), with moves/s.
+The last rows play through Ray with 1 actor x 2 threads and 2 actors x 1
+thread (native backend).
 
     .venv/bin/python bench/selfplay.py [--games 64] [--plies 16] [--repeats 3] [--no-ray] [--overlap]
 """
@@ -17,6 +24,7 @@ import os
 import statistics
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import numpy as np
@@ -24,18 +32,20 @@ import torch
 
 from models.net import AlphaZeroNet, NetConfig
 from models.net_evaluator import NetEvaluator
-from pipeline.config import Config, SelfPlayConfig
+from pipeline.config import Config, SelfPlayConfig, load_config
 from pipeline.selfplay import SelfPlayWorker, game_positions
 from pipeline.shards import records_to_table, write_shard
 from models.policy import get_policy_map
 
 
-def bench_config(games: int, plies: int, simulations: int, overlap: bool) -> Config:
+def bench_config(
+    games: int, plies: int, simulations: int, overlap: bool, backend: str = "native", net: NetConfig | None = None
+) -> Config:
     base = Config()
     return replace(
         base,
-        net=NetConfig.preset("cpu"),
-        search=replace(base.search, num_simulations=simulations),
+        net=net or NetConfig.preset("cpu"),
+        search=replace(base.search, num_simulations=simulations, backend=backend),
         selfplay=replace(
             SelfPlayConfig(),
             games_per_task=games,
@@ -47,9 +57,34 @@ def bench_config(games: int, plies: int, simulations: int, overlap: bool) -> Con
     )
 
 
-def selfplay_rate(config: Config, net: AlphaZeroNet, games: int, out: str) -> tuple[float, float, float]:
-    """(network evaluations/s, positions written/s, mean batch) of one task."""
-    evaluator = NetEvaluator(net)
+class TimedEvaluator:
+    """A :class:`NetEvaluator` that adds up the seconds spent inside its calls."""
+
+    def __init__(self, evaluator: NetEvaluator) -> None:
+        self.inner = evaluator
+        self.needs_planes = evaluator.needs_planes
+        self.policy_encoding = evaluator.policy_encoding
+        self.seconds = 0.0
+
+    def evaluate(self, leaves):  # noqa: ANN001, ANN201
+        started = time.perf_counter()
+        try:
+            return self.inner.evaluate(leaves)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+    def evaluate_batch(self, planes, rows, indices):  # noqa: ANN001, ANN201
+        started = time.perf_counter()
+        try:
+            return self.inner.evaluate_batch(planes, rows, indices)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+
+def selfplay_rate(config: Config, net: AlphaZeroNet, games: int, out: str) -> tuple[float, float, float, float]:
+    """(network evaluations/s, positions written/s, mean batch, share of the
+    wall time spent inside the network calls) of one task."""
+    evaluator = TimedEvaluator(NetEvaluator(net))
     worker = SelfPlayWorker(evaluator, config.search, config.selfplay)
     started = time.perf_counter()
     records = worker.play(games, seed=0, id_prefix="bench")
@@ -57,19 +92,29 @@ def selfplay_rate(config: Config, net: AlphaZeroNet, games: int, out: str) -> tu
     write_shard(records_to_table(rows), out, "bench")
     elapsed = time.perf_counter() - started
     stats = worker.stats
-    return stats.evaluations / elapsed, stats.positions / elapsed, stats.evaluations / stats.batches
+    return (stats.evaluations / elapsed, stats.positions / elapsed, stats.evaluations / stats.batches,
+            evaluator.seconds / elapsed)  # fmt: skip
 
 
 def inference_rate(net: AlphaZeroNet, batch: int, seconds: float = 3.0) -> float:
-    planes = torch.from_numpy(np.random.default_rng(0).integers(0, 2, (batch, 119, 8, 8), dtype=np.uint8))
-    planes = planes.contiguous(memory_format=torch.channels_last)
-    with torch.inference_mode():
-        net(planes)
-        count, started = 0, time.perf_counter()
-        while time.perf_counter() - started < seconds:
+    """Forward passes/s of ``net`` alone at ``batch``, run in a worker thread as
+    self-play runs its network calls (on this 2-core machine, forward passes
+    with 2 torch threads called from the main thread were measured ~20x slower
+    than from a worker thread while other processes kept the cores busy)."""
+
+    def run() -> float:
+        planes = torch.from_numpy(np.random.default_rng(0).integers(0, 2, (batch, 119, 8, 8), dtype=np.uint8))
+        planes = planes.contiguous(memory_format=torch.channels_last)
+        with torch.inference_mode():
             net(planes)
-            count += batch
-    return count / (time.perf_counter() - started)
+            count, started = 0, time.perf_counter()
+            while time.perf_counter() - started < seconds:
+                net(planes)
+                count += batch
+        return count / (time.perf_counter() - started)
+
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        return executor.submit(run).result()
 
 
 def ray_rate(config: Config, games: int, workers: int, threads: int) -> float:
@@ -83,6 +128,16 @@ def ray_rate(config: Config, games: int, workers: int, threads: int) -> float:
     return report.total("positions") / report.seconds
 
 
+def measure_once(config: Config, net: AlphaZeroNet, games: int, batch_guess: int, out: str) -> tuple[float, ...]:
+    """(evaluations/s, moves/s, mean batch, raw positions/s, share, network busy) of one run."""
+    # Inference measured just before and just after the self-play run, so
+    # load from other processes drifts into both sides alike.
+    before = inference_rate(net, batch_guess)
+    evals, positions, batch, busy = selfplay_rate(config, net, games, out)
+    raw = (before + inference_rate(net, int(round(batch)))) / 2
+    return evals, positions, batch, raw, evals / raw, busy
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="self-play vs raw inference throughput")
     parser.add_argument("--games", type=int, default=64)
@@ -94,27 +149,32 @@ def main() -> None:
     parser.add_argument("--overlap", action="store_true", help="two lanes: network and search in parallel")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    config = bench_config(args.games, args.plies, args.simulations, args.overlap)
-    torch.manual_seed(0)
-    net = AlphaZeroNet(config.net).eval().to(memory_format=torch.channels_last)
-    runs = []
+    print(f"{args.games} games x {args.plies} plies, {args.simulations} simulations/move, "
+          f"{args.threads} torch threads, overlap {args.overlap} (python backend; native always overlaps), "
+          f"median of {args.repeats}")  # fmt: skip
+    nets = {"6x64 (default)": NetConfig.preset("cpu"), "2x32 (presets/cpu.yaml)": load_config(None, preset="cpu").net}
     with tempfile.TemporaryDirectory() as out:
-        batch_guess = args.games * config.search.leaves_per_batch
-        for _ in range(args.repeats):
-            # Inference measured just before and just after each self-play
-            # run, so load from other processes drifts into both sides alike.
-            before = inference_rate(net, batch_guess)
-            evals, positions, batch = selfplay_rate(config, net, args.games, out)
-            batch_guess = int(round(batch))
-            raw = (before + inference_rate(net, batch_guess)) / 2
-            runs.append((evals, positions, batch, raw, evals / raw))
-    evals, positions, batch, raw, share = (statistics.median(column) for column in zip(*runs))
-    print(f"6x64 net, {args.games} games x {args.plies} plies, {args.simulations} simulations/move, "
-          f"{args.threads} threads, overlap {args.overlap}, median of {args.repeats}")  # fmt: skip
-    print(f"{'raw inference at batch ' + str(round(batch)):<40} {raw:>9,.0f} positions/s")
-    print(f"{'self-play (search+encode+net+shard)':<40} {evals:>9,.0f} evaluations/s  "
-          f"{positions:,.1f} moves/s")  # fmt: skip
-    print(f"{'network-bound share':<40} {share:>9.2f}")
+        for label, net_config in nets.items():
+            torch.manual_seed(0)
+            net = AlphaZeroNet(net_config).eval().to(memory_format=torch.channels_last)
+            print(f"\n{label} net")
+            # The backends take turns within each repeat, so drifting load hits both alike.
+            runs: dict[str, list[tuple[float, ...]]] = {"python": [], "native": []}
+            for _ in range(args.repeats):
+                for backend, done in runs.items():
+                    config = bench_config(args.games, args.plies, args.simulations, args.overlap, backend, net_config)
+                    guess = round(done[-1][2]) if done else args.games * config.search.leaves_per_batch
+                    done.append(measure_once(config, net, args.games, guess, out))
+            moves_before = None
+            for backend, done in runs.items():
+                evals, positions, batch, raw, share, busy = (statistics.median(column) for column in zip(*done))
+                moves_before = moves_before or positions
+                print(f"  {backend:<7} raw inference at batch {round(batch):<5} {raw:>9,.0f} positions/s")
+                print(f"  {backend:<7} self-play (search+encode+net+shard) {evals:>9,.0f} evaluations/s  "
+                      f"{positions:,.1f} moves/s (x{positions / moves_before:.2f})")  # fmt: skip
+                print(f"  {backend:<7} network-bound share {share:>22.2f}   "
+                      f"(wall time inside the network calls: {busy:.2f})")  # fmt: skip
+    config = bench_config(args.games, args.plies, args.simulations, args.overlap)
     if not args.no_ray:
         one = statistics.median(ray_rate(config, args.games, 1, 2) for _ in range(args.repeats))
         two = statistics.median(ray_rate(config, args.games, 2, 1) for _ in range(args.repeats))

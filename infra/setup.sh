@@ -5,7 +5,8 @@
 #
 #   1. Debian/Ubuntu packages: stockfish (gating), rsync and an ssh client
 #      (the launcher and the head's autoscaler copy files with them),
-#      python3-venv, nfs-common when ZEROCHESS_NFS is set;
+#      python3-venv, g++ and python3-dev (`pip install -e` compiles the
+#      native core, models/native/, C++17), nfs-common when ZEROCHESS_NFS is set;
 #   2. the shared run folder: ZEROCHESS_NFS mounted on ZEROCHESS_SHARED;
 #   3. a virtual environment with PyTorch ($TORCH_SPEC), then the project
 #      (`pip install -e` of the checkout that file_mounts synced) and
@@ -70,6 +71,9 @@ command -v stockfish >/dev/null || [ -x /usr/games/stockfish ] || packages+=(sto
 command -v rsync >/dev/null || packages+=(rsync)
 command -v ssh >/dev/null || packages+=(openssh-client)
 [ -x "$VENV/bin/python" ] || "$PYTHON" -c 'import ensurepip' 2>/dev/null || packages+=(python3-venv)
+command -v g++ >/dev/null || packages+=(g++)
+"$PYTHON" -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+    || packages+=(python3-dev)
 if [ -n "$NFS" ] && ! command -v mount.nfs4 >/dev/null; then packages+=(nfs-common); fi
 if [ ${#packages[@]} -gt 0 ]; then apt_install "${packages[@]}"; fi
 
@@ -101,10 +105,13 @@ if ! "$VENV/bin/python" -c 'import torch' 2>/dev/null; then
     # shellcheck disable=SC2086
     "$VENV/bin/python" -m pip install --quiet $TORCH_SPEC
 fi
-# Reinstall the project when pyproject.toml changed since the last install
-# (a `ray up` after a pull); code changes need nothing: the install is editable.
+# Reinstall the project when pyproject.toml, setup.py or a source of the
+# native core changed since the last install (a `ray up` after a pull): the
+# install compiles models/native/ into models/_native*.so.  Python code
+# changes need nothing: the install is editable.
 stamp="$VENV/.zerochess-setup"
-want="$(sha256sum "$REPO/pyproject.toml" | cut -d' ' -f1) $RAY_SPEC"
+native_hash=$(cd "$REPO" && cat setup.py models/native/*.cpp models/native/*.h 2>/dev/null | sha256sum | cut -d' ' -f1)
+want="$(sha256sum "$REPO/pyproject.toml" | cut -d' ' -f1) $native_hash $RAY_SPEC"
 if ! "$VENV/bin/python" -c 'import actors, models, pipeline' 2>/dev/null \
     || { [ -f "$stamp" ] && [ "$(cat "$stamp")" != "$want" ]; }; then
     missing "the zerochess project in $VENV"

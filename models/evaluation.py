@@ -53,7 +53,8 @@ class UniformEvaluator:
     """Uniform priors and a zero value, for tests and benchmarks.
 
     With ``encode=True`` it also builds the input planes of every leaf, so a
-    benchmark measures the search's cost including leaf encoding.
+    benchmark measures the search's cost including leaf encoding.  Through
+    ``evaluate_batch`` (the native core) the planes are always built by the core.
     """
 
     def __init__(self, encode: bool = False) -> None:
@@ -67,6 +68,15 @@ class UniformEvaluator:
         if self.needs_planes:
             encode_leaves(leaves)
         return [(np.full(len(leaf.moves), 1.0 / len(leaf.moves)), 0.0) for leaf in leaves]
+
+    def evaluate_batch(
+        self, planes: np.ndarray, rows: np.ndarray, indices: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The native core's protocol: zero logits (uniform priors after its
+        softmax) and zero values.  The core has already encoded the planes."""
+        self.calls += 1
+        self.positions += len(planes)
+        return np.zeros(len(indices), dtype=np.float32), np.zeros(len(planes), dtype=np.float32)
 
 
 def encode_leaves(leaves: Sequence[Leaf]) -> np.ndarray:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
@@ -75,6 +75,12 @@ def search_params(config: SearchConfig) -> _native.SearchParams:
     params.leaves_per_batch = config.leaves_per_batch
     params.virtual_loss = float(config.virtual_loss)
     params.cache_size = int(config.cache_size)
+    params.gumbel = config.algorithm == "gumbel"
+    params.gumbel_considered = int(config.gumbel_considered)
+    params.gumbel_scale = float(config.gumbel_scale)
+    params.gumbel_c_visit = float(config.gumbel_c_visit)
+    params.gumbel_c_scale = float(config.gumbel_c_scale)
+    params.solver = bool(config.solver)
     return params
 
 
@@ -149,14 +155,22 @@ class NativeTree:
         self._tree.advance(move.uci())
         self.board.push(move)
 
-    def start(self, num_simulations: int | None = None, add_noise: bool = False) -> None:
+    def start(
+        self,
+        num_simulations: int | None = None,
+        add_noise: bool = False,
+        gumbel: Mapping[chess.Move, float] | None = None,
+    ) -> None:
         """Begin a search until the root holds ``num_simulations`` visits (kept
-        visits count), as :meth:`GameTree.start`."""
+        visits count; a Gumbel search runs them all anew), as
+        :meth:`GameTree.start`; ``gumbel`` gives the root's Gumbel noise per
+        legal move (else ``add_noise`` draws it from the tree's seed)."""
         sims = self.config.num_simulations if num_simulations is None else num_simulations
         if sims < 0:
             raise SearchError(f"num_simulations must be >= 0, got {sims}")
+        noise = None if gumbel is None else {move.uci(): float(value) for move, value in gumbel.items()}
         try:
-            self._tree.start(sims, add_noise)
+            self._tree.start(sims, add_noise, noise)
         except _native.ChessError as error:
             raise SearchError(str(error)) from error
 
@@ -171,11 +185,13 @@ class NativeTree:
     def result(self) -> SearchResult:
         """The root's visit counts, priors and value."""
         try:
-            ucis, child_n, child_w, priors, root_value, best, _ = self._tree.result()
+            ucis, child_n, child_w, priors, root_value, best, _, improved, proof, plies = self._tree.result()
         except _native.ChessError as error:
             raise SearchError(str(error)) from error
         moves = [chess.Move.from_uci(uci) for uci in ucis]
         q_values = np.divide(child_w, child_n, out=np.full(len(moves), np.nan), where=child_n > 0)
+        if proof is not None:
+            proof = np.where(proof == _native.PROOF_NONE, np.nan, proof.astype(np.float64))
         return SearchResult(
             moves=moves,
             visits=np.rint(child_n).astype(np.int64),
@@ -183,6 +199,9 @@ class NativeTree:
             root_value=float(root_value),
             best_move=moves[best],
             q_values=q_values,
+            improved_policy=improved,
+            proof=proof,
+            proof_plies=plies,
         )
 
     def history_snapshot(self) -> np.ndarray:
@@ -248,6 +267,16 @@ class NativeNode:
     @property
     def pending(self) -> bool:
         return self._node_info()[4]
+
+    @property
+    def proof(self) -> int | None:
+        """Solver: -1 lost, 0 drawn, 1 won for the side to move, None unproven."""
+        return self._node_info()[5]
+
+    @property
+    def proof_plies(self) -> int:
+        """Plies to the end of a proven win or loss."""
+        return self._node_info()[6]
 
     @property
     def moves(self) -> list[chess.Move] | None:
@@ -401,6 +430,9 @@ class NativeGame:
     ``policy_index[policy_offsets[p]:policy_offsets[p + 1]]`` are the policy
     indices of the moves visited at ply ``p`` and ``policy_visits`` their visit
     counts (pi = visits / their sum), as the shard writer stores them.
+    ``policy_probs`` is the training target pi of each listed move (float32):
+    visits / their sum for PUCT; for a Gumbel search every legal move is
+    listed with its improved-policy probability (its visits may be 0).
     """
 
     game_id: str
@@ -419,6 +451,7 @@ class NativeGame:
     policy_offsets: np.ndarray
     policy_index: np.ndarray
     policy_visits: np.ndarray
+    policy_probs: np.ndarray | None = None
 
     def z(self, ply: int) -> int:
         """Outcome in {-1, 0, 1} from the side to move at ``ply`` (as GameRecord.z)."""
@@ -454,6 +487,7 @@ def _game_from_core(item: dict, id_prefix: str) -> NativeGame:
         policy_offsets=item["policy_offsets"],
         policy_index=item["policy_index"],
         policy_visits=item["policy_visits"],
+        policy_probs=item["policy_probs"],
     )
 
 
@@ -514,6 +548,11 @@ class _Timer:
 
 class SelfPlayDriver:
     """Many self-play games in C++ (the rules of pipeline.selfplay.SelfPlayWorker).
+
+    With ``search.algorithm == "gumbel"`` full searches draw Gumbel noise
+    instead of Dirichlet noise (fast searches none), the move played is the
+    sequential-halving winner (no temperature), and ``NativeGame.policy_probs``
+    holds the improved policy over every legal move.
 
     ``games_in_flight`` games form two lanes (one when it is 1); each lane
     step (deliver, play moves, start games, collect leaves) runs on
@@ -670,7 +709,8 @@ class MatchDriver:
 
     Moves follow ``select_move``'s rules with each player's search config (set
     ``temperature_plies=0`` for the most visited move, with some
-    ``random_plies`` for varied openings); no Dirichlet noise.  The same seed
+    ``random_plies`` for varied openings); no Dirichlet noise, and a Gumbel
+    player draws no Gumbel noise (its root takes the top-k moves by policy).  The same seed
     gives the same games for deterministic evaluators, whatever ``threads``.
     """
 

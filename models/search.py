@@ -1,5 +1,8 @@
 """PUCT Monte Carlo tree search (AlphaZero) over python-chess boards.
 
+This module is the readable reference that the native core (``models/native/``,
+``models/native_search.py``) is tested against, visit for visit.
+
 The search never imports torch: the network is injected through the small
 :class:`Evaluator` protocol (a batch of leaves -> priors over each leaf's legal
 moves and a value from the leaf's side to move).  Two drivers share one tree
@@ -12,6 +15,12 @@ implementation:
 
 Inside one tree up to ``SearchConfig.leaves_per_batch`` leaves are collected
 before an evaluation, kept apart by virtual loss.
+
+``SearchConfig.algorithm`` picks PUCT (AlphaZero) or Gumbel AlphaZero
+(Danihelka et al. 2022, with mctx's defaults: Gumbel-top-k and sequential
+halving at the root, the deterministic improved-policy selection below it);
+``SearchConfig.solver`` adds the MCTS-solver (proven wins, losses and draws;
+mates in one are seen when a node is expanded).
 
 Sign conventions (the formula code uses the paper's symbols):
 
@@ -26,7 +35,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import chess
@@ -36,6 +45,12 @@ from models import encoding
 from models.evaluation import EvalCache, Evaluator, Leaf, check_evaluation
 
 FPU_MODES = ("relative", "absolute")
+BACKENDS = ("native", "python")
+ALGORITHMS = ("puct", "gumbel")
+TINY = 2.2250738585072014e-308
+"""Smallest normal double: priors are clipped to it before a log (mctx's ``finfo.tiny``)."""
+RESCALE_EPSILON = 1e-8
+"""Floor of the Q range when completed Q values are rescaled to [0, 1] (mctx)."""
 
 
 class SearchError(ValueError):
@@ -66,6 +81,33 @@ class SearchConfig:
             evaluator is called.
         virtual_loss: visits counted as losses on a path while its leaf waits.
         cache_size: entries of the evaluation cache (0 disables it).
+        algorithm: ``puct`` (AlphaZero) or ``gumbel`` (Gumbel AlphaZero,
+            Danihelka et al. 2022, mctx's ``gumbel_muzero_policy``): at the
+            root, Gumbel-top-k sampling of ``gumbel_considered`` moves and
+            sequential halving over them within ``num_simulations``; below
+            it, the deterministic selection argmax(pi' - N / (1 + sum N));
+            the move played is the halving winner and the training target is
+            the improved policy softmax(logits + sigma(completed Q)).  The
+            Gumbel noise (with ``add_noise``) replaces the Dirichlet noise and
+            there is no temperature.  Visits kept by tree reuse do not count
+            towards a Gumbel search: each runs ``num_simulations`` new ones.
+        gumbel_considered: moves sampled at the root (m; mctx's 16).
+        gumbel_scale: scale of the Gumbel noise (1.0; 0 = deterministic).
+        gumbel_c_visit: c_visit of sigma(q) = (c_visit + max N) * c_scale * q (50).
+        gumbel_c_scale: c_scale of that formula (0.1).
+        solver: MCTS-solver: checkmates and draws found by the search are
+            proven and propagate up the tree (a position is won when a move
+            leads to a proven loss of the opponent, lost when every move
+            leads to a proven win of the opponent, drawn when every move is
+            proven and the best is a draw); proven nodes back up their exact
+            value, selection never enters a proven loss when another move
+            exists, and a proven win is the best move.
+        backend: ``native`` (the C++ core in ``models/native``, through
+            :mod:`models.native_search`: the default, used by self-play,
+            players, UCI and ``zerochess analyse``) or ``python`` (this
+            module: the readable reference, for debugging and for comparing
+            the two).  An evaluator that only implements ``evaluate(leaves)``
+            (no ``evaluate_batch``) is always searched by the python backend.
     """
 
     num_simulations: int = 200
@@ -80,12 +122,20 @@ class SearchConfig:
     leaves_per_batch: int = 8
     virtual_loss: float = 1.0
     cache_size: int = 200_000
+    backend: str = "native"
+    algorithm: str = "puct"
+    gumbel_considered: int = 16
+    gumbel_scale: float = 1.0
+    gumbel_c_visit: float = 50.0
+    gumbel_c_scale: float = 0.1
+    solver: bool = True
 
     def __post_init__(self) -> None:
         positive = {
             "num_simulations": self.num_simulations,
             "c_puct_base": self.c_puct_base,
             "leaves_per_batch": self.leaves_per_batch,
+            "gumbel_considered": self.gumbel_considered,
         }
         for name, value in positive.items():
             if not value >= 1:
@@ -97,6 +147,9 @@ class SearchConfig:
             "temperature_plies": self.temperature_plies,
             "virtual_loss": self.virtual_loss,
             "cache_size": self.cache_size,
+            "gumbel_scale": self.gumbel_scale,
+            "gumbel_c_visit": self.gumbel_c_visit,
+            "gumbel_c_scale": self.gumbel_c_scale,
         }
         for name, value in non_negative.items():
             if not value >= 0:
@@ -109,6 +162,22 @@ class SearchConfig:
             raise SearchError(f"search.fpu_mode must be one of {FPU_MODES}, got {self.fpu_mode!r}")
         if not -1.0 <= self.fpu_value <= 2.0:
             raise SearchError(f"search.fpu_value must be in [-1, 2], got {self.fpu_value!r}")
+        if self.backend not in BACKENDS:
+            raise SearchError(f"search.backend must be one of {BACKENDS}, got {self.backend!r}")
+        if self.algorithm not in ALGORITHMS:
+            raise SearchError(f"search.algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
+        if isinstance(self.gumbel_considered, bool) or not isinstance(self.gumbel_considered, int):
+            raise SearchError(f"search.gumbel_considered must be an integer, got {self.gumbel_considered!r}")
+        if not isinstance(self.solver, bool):
+            raise SearchError(f"search.solver must be true or false, got {self.solver!r}")
+        for name in ("gumbel_scale", "gumbel_c_visit", "gumbel_c_scale"):
+            if not math.isfinite(getattr(self, name)):
+                raise SearchError(f"search.{name} must be finite, got {getattr(self, name)!r}")
+
+    def uses_native(self, evaluator: object) -> bool:
+        """Whether a search with ``evaluator`` runs on the native core: the
+        backend is ``native`` and the evaluator has ``evaluate_batch``."""
+        return self.backend == "native" and callable(getattr(evaluator, "evaluate_batch", None))
 
 
 # ---------------------------------------------------------------------------
@@ -132,6 +201,10 @@ class Node:
         "value_sum",
         "terminal_value",
         "pending",
+        "raw_value",
+        "proof",
+        "proof_plies",
+        "proven_child",
     )
 
     def __init__(self, board: chess.Board, key: Hashable, repetitions: int) -> None:
@@ -148,6 +221,12 @@ class Node:
         self.value_sum = 0.0
         self.terminal_value: float | None = None
         self.pending = False
+        self.raw_value = 0.0  # the evaluator's value (Gumbel's mixed value)
+        # MCTS-solver: -1 lost, 0 drawn, 1 won for the side to move (None:
+        # unproven), in proof_plies plies; proven_child: a child is proven.
+        self.proof: int | None = None
+        self.proof_plies = 0
+        self.proven_child = False
 
     @property
     def expanded(self) -> bool:
@@ -166,6 +245,28 @@ class Node:
         """Mean value from this node's side to move (0 when unvisited)."""
         return self.value_sum / self.visits if self.visits else 0.0
 
+    def update_proof(self) -> bool:
+        """MCTS-solver rule over the children; True when the node became proven."""
+        best_win: int | None = None
+        all_proven, draw, longest = True, False, 0
+        for child in self.children:
+            if child is None or child.proof is None:
+                all_proven = False
+            elif child.proof == -1:
+                if best_win is None or child.proof_plies + 1 < best_win:
+                    best_win = child.proof_plies + 1
+            elif child.proof == 0:
+                draw = True
+            else:
+                longest = max(longest, child.proof_plies + 1)
+        if best_win is not None:
+            self.proof, self.proof_plies = 1, best_win
+        elif all_proven and self.children:
+            self.proof, self.proof_plies = (0, 0) if draw else (-1, longest)
+        else:
+            return False
+        return True
+
 
 
 
@@ -181,7 +282,16 @@ class SearchResult:
             under the root.
         priors: the network's priors per move (with noise when it was added).
         root_value: mean value Q of the root from its side to move.
-        best_move: the most visited move (ties go to the higher prior).
+        best_move: PUCT: the most visited move (ties go to the higher
+            prior); Gumbel: the sequential-halving winner.  With the solver,
+            the fastest proven win, and never a proven loss when another
+            move is not one.
+        improved_policy: Gumbel only: softmax(logits + sigma(completed Q))
+            over ``moves`` (the training target), else ``None``.
+        proof: per move, the solver's proven outcome for the side playing
+            it (1 win, 0 draw, -1 loss, NaN unproven), or ``None``.
+        proof_plies: per move, the plies to the end of a proven win or loss
+            counting the move (0 when unproven or drawn), or ``None``.
     """
 
     moves: list[chess.Move]
@@ -190,10 +300,16 @@ class SearchResult:
     root_value: float
     best_move: chess.Move
     q_values: np.ndarray
+    improved_policy: np.ndarray | None = None
+    proof: np.ndarray | None = None
+    proof_plies: np.ndarray | None = None
 
     @property
     def policy(self) -> np.ndarray:
-        """The visit distribution pi over ``moves`` (the training target)."""
+        """The training target pi over ``moves``: the improved policy of a
+        Gumbel search, else the visit distribution."""
+        if self.improved_policy is not None:
+            return self.improved_policy
         total = self.visits.sum()
         if total <= 0:
             return np.full(len(self.moves), 1.0 / len(self.moves))
@@ -253,6 +369,10 @@ class GameTree:
         self._noised_root: Node | None = None
         self._last_was_collision = False
         self._game_rows: np.ndarray | None = None
+        # Gumbel: the root's noise and this search's visits per root move.
+        self._gumbel: list[float] = []
+        self._root_counts: list[int] = []
+        self._given_gumbel: dict[chess.Move, float] | None = None
 
     # -- game line -------------------------------------------------------
 
@@ -278,6 +398,7 @@ class GameTree:
         self.root = child
         self._game_rows = None
         self._target = self._done = self._in_flight = 0
+        self._gumbel, self._root_counts = [], []
 
     def history_snapshot(self) -> np.ndarray:
         """``(8, 14)`` uint64 rows of the game position's input planes."""
@@ -285,23 +406,65 @@ class GameTree:
 
     # -- search ----------------------------------------------------------
 
-    def start(self, num_simulations: int | None = None, add_noise: bool = False) -> None:
+    def start(
+        self,
+        num_simulations: int | None = None,
+        add_noise: bool = False,
+        gumbel: Mapping[chess.Move, float] | None = None,
+    ) -> None:
         """Begin a search until the root holds ``num_simulations`` visits
         (default: the config's).  Visits kept by tree reuse count towards
         them, as in lc0 and KataGo; a reused root that already holds more
-        gets no new simulations."""
+        gets no new simulations.
+
+        With ``algorithm == "gumbel"`` the search runs ``num_simulations``
+        new simulations whatever was kept, ``add_noise`` draws the root's
+        Gumbel noise (``gumbel_scale`` times standard Gumbel draws from
+        ``rng``; no Dirichlet noise) and ``gumbel`` gives that noise per
+        root move instead (every legal move; for tests comparing backends).
+        """
         sims = self.config.num_simulations if num_simulations is None else num_simulations
         if sims < 0:
             raise SearchError(f"num_simulations must be >= 0, got {sims}")
         if self.root.terminal_value is not None or self._is_terminal_root():
             raise SearchError(f"search started on a finished game: {self.board.fen()}")
+        self._given_gumbel = self._check_gumbel(gumbel)
         self._noise = add_noise
         self._done = 0
         self._in_flight = 0
         kept = int(round(sum(self.root.child_n))) if self.root.expanded else 0
-        self._target = max(sims - kept, 0)
-        if add_noise and self.root.expanded:
-            self._add_noise(self.root)
+        self._gumbel, self._root_counts = [], []
+        if self.config.algorithm == "gumbel":
+            self._target = sims
+        else:
+            self._target = max(sims - kept, 0)
+        if self.root.expanded:
+            self._prepare_root(self.root)
+
+    def _check_gumbel(self, gumbel: Mapping[chess.Move, float] | None) -> dict[chess.Move, float] | None:
+        if gumbel is None:
+            return None
+        values = {move: float(value) for move, value in gumbel.items()}
+        for move in self.board.legal_moves:
+            if move not in values or not math.isfinite(values[move]):
+                raise SearchError(f"gumbel noise has no finite value for {move.uci()} in {self.board.fen()}")
+        return values
+
+    def _prepare_root(self, node: Node) -> None:
+        """Root noise once the root is expanded: Gumbel's or Dirichlet's."""
+        if self.config.algorithm != "gumbel":
+            if self._noise:
+                self._add_noise(node)
+            return
+        assert node.moves is not None
+        count = len(node.moves)
+        self._root_counts = [0] * count
+        if self._given_gumbel is not None:
+            self._gumbel = [self._given_gumbel[move] for move in node.moves]
+        elif self._noise and self.config.gumbel_scale > 0:
+            self._gumbel = (self.rng.gumbel(size=count) * self.config.gumbel_scale).tolist()
+        else:
+            self._gumbel = [0.0] * count
 
     def _is_terminal_root(self) -> bool:
         moves = list(self.board.legal_moves)
@@ -352,14 +515,16 @@ class GameTree:
             if self.cache is not None:
                 self.cache.put(_cache_key(node), node.moves, priors, float(value))
             node.expand(node.moves, priors)
+            node.raw_value = float(value)
+            proven = self._find_mates(node)
+            backed = 1.0 if proven else float(value)
             if node is self.root:
-                if self._noise:
-                    self._add_noise(node)
+                self._prepare_root(node)
                 node.visits += 1
-                node.value_sum += float(value)
+                node.value_sum += backed
                 continue
             self._in_flight -= 1
-            self._backup(item.path, node, float(value))
+            self._backup(item.path, node, backed, proven=proven)
 
     def _simulate(self) -> PendingLeaf | None:
         """One selection from the root; returns a leaf that needs the network."""
@@ -367,8 +532,11 @@ class GameTree:
         node = self.root
         path: list[tuple[Node, int]] = []
         vloss = self.config.virtual_loss
-        while node.expanded and node.terminal_value is None:
+        root = self.root
+        while node.expanded and node.terminal_value is None and (node.proof is None or node is root):
             index = self._select(node)
+            if node is root and self._root_counts:
+                self._root_counts[index] += 1
             path.append((node, index))
             node.child_n[index] += vloss
             node.child_w[index] -= vloss
@@ -380,6 +548,9 @@ class GameTree:
             node = child
         if node.terminal_value is not None:
             self._backup(path, node, node.terminal_value)
+            return None
+        if node.proof is not None:  # proven by the solver: its exact value
+            self._backup(path, node, float(node.proof))
             return None
         if node.pending:
             self._revert_virtual_loss(path)
@@ -397,17 +568,21 @@ class GameTree:
             if node is self.root:
                 raise SearchError(f"search started on a finished game: {node.board.fen()}")
             node.terminal_value = terminal
-            self._backup(path, node, terminal)
+            if self.config.solver:
+                node.proof, node.proof_plies = int(terminal), 0
+            self._backup(path, node, terminal, proven=self.config.solver)
             return None
         if cached is not None:
             node.expand(moves, cached[1])
+            node.raw_value = cached[2]
+            proven = self._find_mates(node)
+            backed = 1.0 if proven else cached[2]
             if node is self.root:
                 node.visits += 1
-                node.value_sum += cached[2]
-                if self._noise:
-                    self._add_noise(node)
+                node.value_sum += backed
+                self._prepare_root(node)
             else:
-                self._backup(path, node, cached[2])
+                self._backup(path, node, backed, proven=proven)
             return None
         node.moves = moves
         node.pending = True
@@ -415,6 +590,30 @@ class GameTree:
             self._in_flight += 1
         history = self._leaf_history(node, path) if self.needs_planes else None
         return PendingLeaf(node, path, Leaf(node.board, moves, history))
+
+    def _find_mates(self, node: Node) -> bool:
+        """Solver, at an expansion: the moves that checkmate get their
+        (terminal) child now and the node is proven won; True when it is."""
+        if not self.config.solver:
+            return False
+        assert node.moves is not None
+        board = node.board
+        found = False
+        for index, move in enumerate(node.moves):
+            if not board.gives_check(move):
+                continue
+            board.push(move)
+            if not any(board.generate_legal_moves()):
+                child = Node(board.copy(stack=False), _position_key(board), 0)
+                child.terminal_value = -1.0
+                child.proof = -1
+                node.children[index] = child
+                found = True
+            board.pop()
+        if found:
+            node.proven_child = True
+            node.update_proof()
+        return found
 
     def _make_child(self, parent: Node, move: chess.Move, path: list[tuple[Node, int]]) -> Node:
         board = parent.board.copy(stack=False)
@@ -447,7 +646,22 @@ class GameTree:
         return rows
 
     def _select(self, node: Node) -> int:
-        """PUCT: argmax of Q + c(s) * P * sqrt(N) / (1 + N_a); unvisited Q = FPU."""
+        """The move to follow from ``node``: the solver's forced choice, else
+        PUCT or Gumbel (root: sequential halving; below: deterministic)."""
+        skip = None
+        if node.proven_child:
+            forced, skip = _solver_choice(node)
+            if forced is not None:
+                return forced
+        if self.config.algorithm == "gumbel":
+            if node is self.root and self._root_counts:
+                return self._select_gumbel_root(node, skip)
+            return self._select_gumbel_interior(node, skip)
+        return self._select_puct(node, skip)
+
+    def _select_puct(self, node: Node, skip: list[bool] | None) -> int:
+        """PUCT: argmax of Q + c(s) * P * sqrt(N) / (1 + N_a); unvisited Q = FPU;
+        moves in ``skip`` (proven losses) are never chosen."""
         config = self.config
         n_parent = node.visits
         c = config.c_puct_init + math.log((1.0 + n_parent + config.c_puct_base) / config.c_puct_base)
@@ -458,13 +672,47 @@ class GameTree:
         k = c * math.sqrt(max(n_parent, 1))
         best_index, best_score = 0, -math.inf
         for index, (prior, n, w) in enumerate(zip(node.priors, node.child_n, node.child_w)):
+            if skip is not None and skip[index]:
+                continue
             score = (w / n if n else fpu) + k * prior / (1.0 + n)
             if score > best_score:
                 best_index, best_score = index, score
         return best_index
 
-    def _backup(self, path: list[tuple[Node, int]], leaf: Node, value: float) -> None:
-        """Add ``value`` (leaf's side to move) along ``path``, undoing virtual loss."""
+    def _select_gumbel_interior(self, node: Node, skip: list[bool] | None) -> int:
+        """Gumbel below the root: argmax of pi'(a) - N(a) / (1 + sum N), pi' the
+        improved policy softmax(logits + sigma(completed Q))."""
+        logits, sigma = gumbel_sigma(node, self.config)
+        improved = _softmax([logit + s for logit, s in zip(logits, sigma)])
+        total = 1.0
+        for n in node.child_n:
+            total += n
+        best_index, best_score = 0, -math.inf
+        for index, (p, n) in enumerate(zip(improved, node.child_n)):
+            if skip is not None and skip[index]:
+                continue
+            score = p - n / total
+            if score > best_score:
+                best_index, best_score = index, score
+        return best_index
+
+    def _select_gumbel_root(self, node: Node, skip: list[bool] | None) -> int:
+        """Sequential halving at the root (mctx): among the moves whose visits
+        in this search equal the schedule's count, the highest g + logit +
+        sigma(completed Q).  The first ``m`` simulations thus take the
+        Gumbel-top-m moves, then the halves that score best."""
+        logits, sigma = gumbel_sigma(node, self.config)
+        counts = self._root_counts
+        considered = min(self.config.gumbel_considered, len(counts))
+        simulation = 0
+        for count in counts:
+            simulation += count
+        wanted = considered_visit(considered, self._target, simulation)
+        return _gumbel_argmax(self._gumbel, logits, sigma, counts, wanted, skip)
+
+    def _backup(self, path: list[tuple[Node, int]], leaf: Node, value: float, proven: bool = False) -> None:
+        """Add ``value`` (leaf's side to move) along ``path``, undoing virtual
+        loss; ``proven``: the leaf was just proven (solver: update the path)."""
         leaf.visits += 1
         leaf.value_sum += value
         vloss = self.config.virtual_loss
@@ -476,12 +724,19 @@ class GameTree:
             node.value_sum += value
         if path:
             self._done += 1
+        if proven:
+            for node, _ in reversed(path):
+                node.proven_child = True
+                if node.proof is not None or not node.update_proof():
+                    break
 
     def _revert_virtual_loss(self, path: list[tuple[Node, int]]) -> None:
         vloss = self.config.virtual_loss
         for node, index in path:
             node.child_n[index] -= vloss
             node.child_w[index] += vloss
+        if path and self._root_counts and path[0][0] is self.root:
+            self._root_counts[path[0][1]] -= 1
 
     def _add_noise(self, node: Node) -> None:
         assert node.priors is not None
@@ -495,7 +750,8 @@ class GameTree:
         node.priors = ((1.0 - eps) * np.asarray(node.priors) + eps * noise).tolist()
 
     def result(self) -> SearchResult:
-        """The root's visit counts, priors and value."""
+        """The root's visit counts, priors, value and best move (see
+        :class:`SearchResult`)."""
         root = self.root
         if not root.expanded:
             raise SearchError(f"no search has run on {self.board.fen()}")
@@ -503,10 +759,40 @@ class GameTree:
         child_n = np.asarray(root.child_n)
         priors = np.asarray(root.priors)
         visits = np.rint(child_n).astype(np.int64)
-        best = int(np.lexsort((-priors, -visits))[0])
         q_values = np.divide(
             np.asarray(root.child_w), child_n, out=np.full(len(visits), np.nan), where=child_n > 0
         )
+        proof = proof_plies = None
+        allowed = None
+        if self.config.solver:
+            proof = np.full(len(visits), np.nan)
+            proof_plies = np.zeros(len(visits), dtype=np.int64)
+            for index, child in enumerate(root.children):
+                if child is not None and child.proof is not None:
+                    proof[index] = -child.proof
+                    proof_plies[index] = child.proof_plies + 1 if child.proof else 0
+            losing = proof == -1
+            if losing.any() and not losing.all():
+                allowed = [not lose for lose in losing]
+        improved = None
+        if self.config.algorithm == "gumbel":
+            logits, sigma = gumbel_sigma(root, self.config)
+            improved = np.asarray(_softmax([logit + s for logit, s in zip(logits, sigma)]))
+            counts, gumbel = self._root_counts, self._gumbel
+            if len(counts) != len(visits):
+                counts, gumbel = [0] * len(visits), [0.0] * len(visits)
+            top = max(count for i, count in enumerate(counts) if allowed is None or allowed[i])
+            skip = None if allowed is None else [not ok for ok in allowed]
+            best = _gumbel_argmax(gumbel, logits, sigma, counts, top, skip)
+        else:
+            best = -1
+            for index in range(len(visits)):
+                if allowed is not None and not allowed[index]:
+                    continue
+                if best < 0 or (visits[index], priors[index]) > (visits[best], priors[best]):
+                    best = index
+        if proof is not None and proof_plies is not None:
+            best = _fastest_win(proof, proof_plies, priors, best)
         return SearchResult(
             moves=list(root.moves),
             visits=visits,
@@ -514,7 +800,134 @@ class GameTree:
             root_value=root.q(),
             best_move=root.moves[best],
             q_values=q_values,
+            improved_policy=improved,
+            proof=proof,
+            proof_plies=proof_plies,
         )
+
+
+# ---------------------------------------------------------------------------
+# Gumbel AlphaZero and the MCTS-solver (helpers shared by GameTree's methods)
+
+
+def considered_visit(considered: int, budget: int, simulation: int) -> int:
+    """Sequential halving's schedule (mctx's ``get_sequence_of_considered_visits``
+    for ``considered`` moves and ``budget`` simulations, at index
+    ``simulation``): the visits a root move must have to get that simulation.
+
+    Phases over ``considered``, then max(2, half) moves...: each phase gives
+    its moves max(1, budget // (ceil(log2(considered)) * moves)) visits each,
+    one round at a time.
+    """
+    if considered <= 1:
+        return simulation
+    log2max = (considered - 1).bit_length()
+    base, width = 0, considered
+    while True:
+        extra = max(1, budget // (log2max * width))
+        if simulation < extra * width:
+            return base + simulation // width
+        simulation -= extra * width
+        base += extra
+        width = max(2, width // 2)
+
+
+def gumbel_sigma(node: Node, config: SearchConfig) -> tuple[list[float], list[float]]:
+    """``(logits, sigma)`` of an expanded node's moves: log priors, and
+    sigma(completed Q) of mctx's ``qtransform_completed_by_mix_value``:
+    unvisited moves get the mixed value (the raw value mixed with the
+    prior-weighted Q of the visited moves), all are rescaled to [0, 1] by
+    their min and max, times (c_visit + max N) * c_scale."""
+    assert node.priors is not None
+    priors, child_n, child_w = node.priors, node.child_n, node.child_w
+    logits = [math.log(max(prior, TINY)) for prior in priors]
+    sum_n = sum_p = max_n = 0.0
+    for prior, n in zip(priors, child_n):
+        sum_n += n
+        if n > 0:
+            sum_p += max(prior, TINY)
+            max_n = max(max_n, n)
+    weighted = 0.0
+    for prior, n, w in zip(priors, child_n, child_w):
+        if n > 0:
+            weighted += max(prior, TINY) * (w / n) / sum_p
+    mixed = (node.raw_value + sum_n * weighted) / (sum_n + 1.0)
+    completed = [w / n if n > 0 else mixed for n, w in zip(child_n, child_w)]
+    low, high = min(completed), max(completed)
+    span = max(high - low, RESCALE_EPSILON)
+    scale = (config.gumbel_c_visit + max_n) * config.gumbel_c_scale
+    return logits, [scale * ((q - low) / span) for q in completed]
+
+
+def _softmax(values: list[float]) -> list[float]:
+    top = max(values)
+    exps = [math.exp(v - top) for v in values]
+    total = 0.0
+    for e in exps:
+        total += e
+    return [e / total for e in exps]
+
+
+def _gumbel_argmax(
+    gumbel: list[float],
+    logits: list[float],
+    sigma: list[float],
+    counts: list[int],
+    wanted: int,
+    skip: list[bool] | None,
+) -> int:
+    """argmax of max(-1e9, g + logit + sigma) over the moves with ``wanted``
+    visits (not in ``skip``); over all allowed moves when none has them."""
+    best, best_score = -1, -math.inf
+    fallback, fallback_score = 0, -math.inf
+    for index, count in enumerate(counts):
+        if skip is not None and skip[index]:
+            continue
+        score = max(-1e9, gumbel[index] + logits[index] + sigma[index])
+        if score > fallback_score:
+            fallback, fallback_score = index, score
+        if count == wanted and score > best_score:
+            best, best_score = index, score
+    return best if best >= 0 else fallback
+
+
+def _solver_choice(node: Node) -> tuple[int | None, list[bool] | None]:
+    """(the fastest move into a proven loss of the opponent, if any; else the
+    moves into proven wins of the opponent, to skip unless all are)."""
+    assert node.priors is not None
+    forced: int | None = None
+    skip = []
+    for index, child in enumerate(node.children):
+        proof = child.proof if child is not None else None
+        if proof == -1 and child is not None and (
+            forced is None
+            or _faster(child.proof_plies, node.priors[index], node.children[forced], node.priors[forced])
+        ):
+            forced = index
+        skip.append(proof == 1)
+    if forced is not None:
+        return forced, None
+    if all(skip):
+        return None, None
+    return None, skip
+
+
+def _faster(plies: int, prior: float, other: Node | None, other_prior: float) -> bool:
+    """A win in ``plies`` beats ``other``'s: fewer plies, then the higher prior."""
+    assert other is not None
+    return plies < other.proof_plies or (plies == other.proof_plies and prior > other_prior)
+
+
+def _fastest_win(proof: np.ndarray, plies: np.ndarray, priors: np.ndarray, default: int) -> int:
+    """The proven win in the fewest plies (ties: the higher prior, then the
+    first), else ``default``."""
+    best = -1
+    for index in range(len(proof)):
+        if proof[index] != 1:
+            continue
+        if best < 0 or plies[index] < plies[best] or (plies[index] == plies[best] and priors[index] > priors[best]):
+            best = index
+    return default if best < 0 else best
 
 
 def _position_key(board: chess.Board) -> Hashable:
@@ -608,14 +1021,16 @@ def choose_move(
     config: SearchConfig | None = None,
 ) -> chess.Move:
     """The most visited move after searching for about ``time_limit_s`` seconds
-    (at least one batch of simulations, no noise)."""
+    (at least one batch of simulations, no noise), on ``config.backend``."""
+    from models.search_backend import new_cache, new_tree, run_trees  # imports this module
+
     if not time_limit_s > 0:
         raise SearchError(f"time_limit_s must be > 0, got {time_limit_s!r}")
     config = config or SearchConfig()
     deadline = time.perf_counter() + time_limit_s
-    tree = GameTree(board.copy(), config, needs_planes=evaluator.needs_planes, cache=EvalCache(config.cache_size))
+    tree = new_tree(board.copy(), config, evaluator, cache=new_cache(config, evaluator))
     tree.start(num_simulations=10**9)
-    run_searches([tree], evaluator, should_stop=lambda: time.perf_counter() >= deadline)
+    run_trees([tree], evaluator, should_stop=lambda: time.perf_counter() >= deadline)
     return tree.result().best_move
 
 
@@ -626,10 +1041,18 @@ def select_move(
     rng: np.random.Generator,
 ) -> chess.Move:
     """Self-play move choice: sample ∝ N^(1/τ) for the first ``temperature_plies``
-    plies, then the most visited move."""
+    plies, then the best move (:attr:`SearchResult.best_move`).  A Gumbel
+    search always plays its best move (the sequential-halving winner: its
+    Gumbel noise is the exploration), and a proven win is always played; the
+    sampling never picks a proven loss when another move was visited."""
+    proof = result.proof
+    if config.algorithm == "gumbel" or (proof is not None and bool(np.any(proof == 1))):
+        return result.best_move
     if ply >= config.temperature_plies or config.temperature == 0:
         return result.best_move
     visits = result.visits.astype(np.float64)
+    if proof is not None:
+        visits = np.where(proof == -1, 0.0, visits)
     if visits.sum() <= 0:
         return result.best_move
     weights = visits ** (1.0 / config.temperature)

@@ -8,7 +8,23 @@ starts the next search, so the batch stays full (lc0's multiplexing, minigo's
 concurrent games).  It implements what lc0 and KataGo users expect:
 Dirichlet noise and a temperature schedule, playout cap randomization,
 resignation with a play-through share to measure false resignations, a
-maximum length, and start positions from a file plus random plies.
+maximum length, and start positions from a file plus random plies.  Off by
+default, not zero-knowledge: a game reaching the maximum length can be scored
+by material or by Stockfish (:mod:`pipeline.adjudication`).
+
+Two backends play the same rules (``search.backend``):
+
+* ``native`` (the default): :class:`models.native_search.SelfPlayDriver` keeps
+  the games in flight in C++ on ``selfplay.search_threads`` threads, without
+  the GIL, and hands the network one ``evaluate_batch`` call per batch
+  (always double-buffered: the search fills one batch while the network
+  evaluates the other).  A finished game comes back as arrays
+  (:class:`~models.native_search.NativeGame`); :class:`NativeGameRecord` wraps
+  it as a :class:`GameRecord` whose plies are only built when asked for (a PGN
+  needs none of them), and :func:`game_positions` reads the arrays directly.
+* ``python``: the readable reference below (:class:`models.search.GameTree`
+  per game, ``selfplay.overlap_inference`` lanes).  It is also used for an
+  evaluator that only implements ``evaluate(leaves)``.
 """
 
 from __future__ import annotations
@@ -19,6 +35,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import chess
 import chess.pgn
@@ -26,12 +43,19 @@ import numpy as np
 
 from models.encoding import board_meta
 from models.evaluation import EvalCache, Evaluator, Leaf
-from models.policy import PolicyMap
+from models.policy import PolicyMap, get_policy_map
 from models.search import GameTree, Owner, SearchConfig, collect_leaves, deliver_results, select_move
+from models.search_backend import policy_encoding
+from pipeline.adjudication import Adjudicator
 from pipeline.config import ConfigError, SelfPlayConfig
 from pipeline.shards import PositionRecord
 
+if TYPE_CHECKING:
+    from models.native_search import NativeGame
+
 log = logging.getLogger(__name__)
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
 @dataclass
@@ -49,6 +73,8 @@ class PlyRecord:
         root_value: Q of the root from its side to move.
         move: the move played.
         full_search: whether it was a full search (a training target).
+        policy: the training target over ``moves`` when it is not the visit
+            distribution (a Gumbel search's improved policy), else ``None``.
     """
 
     fen: str
@@ -60,6 +86,7 @@ class PlyRecord:
     root_value: float
     move: chess.Move
     full_search: bool
+    policy: np.ndarray | None = None
 
 
 @dataclass
@@ -72,7 +99,9 @@ class GameRecord:
         plies: the searched positions, in order.
         result: ``1-0``, ``0-1`` or ``1/2-1/2``.
         termination: checkmate, stalemate, resign, max_plies,
-            threefold_repetition, fifty_moves, insufficient_material, ...
+            threefold_repetition, fifty_moves, insufficient_material, ...;
+            material or stockfish_adjudication when a game at ``max_plies``
+            was adjudicated (``selfplay.adjudicate_*``).
         playthrough: resigning was disabled in this game.
         would_resign: in a play-through game, the side that would have
             resigned first (None if neither).
@@ -94,6 +123,15 @@ class GameRecord:
         return 1 if self.plies[ply].turn == winner else -1
 
     @property
+    def num_plies(self) -> int:
+        """Plies recorded (cheap for a native game, whose plies are built lazily)."""
+        return len(self.plies)
+
+    def pgn_moves(self) -> list[tuple[chess.Move, float, int, bool]]:
+        """(move, root value, visits, full search) of each ply, for :meth:`to_pgn`."""
+        return [(ply.move, ply.root_value, int(ply.visits.sum()), ply.full_search) for ply in self.plies]
+
+    @property
     def false_resign(self) -> bool:
         """A play-through game in which the side that would have resigned did not lose."""
         if self.would_resign is None:
@@ -113,21 +151,153 @@ class GameRecord:
         for key, value in (headers or {}).items():
             game.headers[key] = value
         node: chess.pgn.GameNode = game
-        for ply in self.plies:
-            node = node.add_variation(ply.move)
-            kind = "" if ply.full_search else " fast"
-            node.comment = f"q={ply.root_value:+.2f} n={int(ply.visits.sum())}{kind}"
+        for move, root_value, visits, full_search in self.pgn_moves():
+            node = node.add_variation(move)
+            kind = "" if full_search else " fast"
+            node.comment = f"q={root_value:+.2f} n={visits}{kind}"
         return game
 
 
-def game_positions(record: GameRecord, policy_map: PolicyMap, generation: int) -> list[PositionRecord]:
-    """The game's (s, pi, z) rows for a shard: pi is sparse over the visited moves."""
+class NativeGameRecord(GameRecord):
+    """A :class:`GameRecord` over a finished native game (arrays).
+
+    The :class:`PlyRecord` list is built on first access of :attr:`plies`
+    (python-chess boards and moves for every ply); :func:`game_positions`,
+    :meth:`to_pgn` and :attr:`num_plies` read the arrays and never build it.
+
+    Args:
+        game: the game as the native driver returned it.
+        policy_encoding: the policy encoding its ``policy_index`` uses.
+    """
+
+    def __init__(self, game: NativeGame, policy_encoding: str) -> None:
+        self.native = game
+        self.policy_encoding = policy_encoding
+        self._plies: list[PlyRecord] | None = None
+        super().__init__(
+            game.game_id,
+            game.start_fen,
+            result=game.result,
+            termination=game.termination,
+            playthrough=bool(game.playthrough),
+            would_resign=game.would_resign,
+        )
+        self._plies = None  # the dataclass __init__ went through the setter
+
+    @property  # type: ignore[override]
+    def plies(self) -> list[PlyRecord]:
+        if self._plies is None:
+            self._plies = native_plies(self.native, self.policy_encoding)
+        return self._plies
+
+    @plies.setter
+    def plies(self, value: list[PlyRecord]) -> None:
+        self._plies = value
+
+    @property
+    def num_plies(self) -> int:
+        return len(self.native.moves) if self._plies is None else len(self._plies)
+
+    def z(self, ply: int) -> int:
+        if self._plies is not None:
+            return super().z(ply)
+        if self.result not in ("1-0", "0-1"):
+            return 0
+        white_won = self.result == "1-0"
+        return 1 if bool(self.native.turns[ply]) == white_won else -1
+
+    def pgn_moves(self) -> list[tuple[chess.Move, float, int, bool]]:
+        if self._plies is not None:
+            return super().pgn_moves()
+        game = self.native
+        running = np.concatenate([[0], np.cumsum(game.policy_visits)])
+        visits = running[game.policy_offsets[1:]] - running[game.policy_offsets[:-1]]
+        return [
+            (chess.Move.from_uci(uci), float(game.root_q[i]), int(visits[i]), bool(game.full_search[i]))
+            for i, uci in enumerate(game.moves)
+        ]
+
+
+def final_position(record: GameRecord) -> chess.Board:
+    """The position after the last recorded move of a game (no move history)."""
+    if isinstance(record, NativeGameRecord) and record._plies is None:
+        board = chess.Board(record.native.fens[-1])
+        board.push_uci(record.native.moves[-1])
+    else:
+        board = chess.Board(record.plies[-1].fen)
+        board.push(record.plies[-1].move)
+    return board
+
+
+def native_plies(game: NativeGame, policy_encoding: str) -> list[PlyRecord]:
+    """The :class:`PlyRecord` of every ply of a native game: the legal moves in
+    python-chess's order, with the visits of the visited ones (0 elsewhere)."""
+    policy_map = get_policy_map(policy_encoding)
+    plies = []
+    for i, uci in enumerate(game.moves):
+        board = chess.Board(game.fens[i])
+        moves = list(board.legal_moves)
+        position = {int(index): k for k, index in enumerate(policy_map.indices(board, moves))}
+        visits = np.zeros(len(moves), dtype=np.int64)
+        span = slice(int(game.policy_offsets[i]), int(game.policy_offsets[i + 1]))
+        for index, count in zip(game.policy_index[span].tolist(), game.policy_visits[span].tolist()):
+            visits[position[index]] = count
+        policy = None
+        probs = getattr(game, "policy_probs", None)
+        listed = game.policy_visits[span]
+        if probs is not None and not np.array_equal(probs[span], (listed / max(int(listed.sum()), 1)).astype(np.float32)):
+            policy = np.zeros(len(moves), dtype=np.float32)  # Gumbel: the improved policy, every move
+            for index, prob in zip(game.policy_index[span].tolist(), probs[span].tolist()):
+                policy[position[index]] = prob
+        plies.append(
+            PlyRecord(
+                fen=game.fens[i],
+                turn=bool(game.turns[i]),
+                history=game.history[i],
+                meta=game.meta[i],
+                moves=moves,
+                visits=visits,
+                root_value=float(game.root_q[i]),
+                move=chess.Move.from_uci(uci),
+                full_search=bool(game.full_search[i]),
+                policy=policy,
+            )
+        )
+    return plies
+
+
+def game_positions(
+    record: GameRecord | NativeGame, policy_map: PolicyMap, generation: int
+) -> list[PositionRecord]:
+    """The game's (s, pi, z) rows for a shard: pi is sparse over the visited
+    moves, in ascending policy index (the same rows from both backends).
+
+    ``record`` may be a native game (:class:`NativeGameRecord`, or the
+    driver's ``NativeGame`` itself): its arrays are read directly, and pi is
+    the search's target (visits / their sum for PUCT; the improved policy
+    over every legal move for a Gumbel search).
+    """
+    if isinstance(record, NativeGameRecord):
+        if record.policy_encoding != policy_map.name:
+            raise ConfigError(
+                f"game {record.game_id} was searched with policy encoding {record.policy_encoding!r}, "
+                f"not {policy_map.name!r}"
+            )
+        return _native_positions(record.native, policy_map.name, generation)
+    if not isinstance(record, GameRecord):
+        return _native_positions(record, policy_map.name, generation)
     rows = []
     for index, ply in enumerate(record.plies):
         visits = ply.visits
         total = int(visits.sum())
-        visited = np.flatnonzero(visits)
+        visited = np.flatnonzero(visits if ply.policy is None else ply.policy > 0)
         indices = policy_map.indices(chess.Board(ply.fen), [ply.moves[i] for i in visited])
+        order = np.argsort(indices, kind="stable")
+        indices, visited = indices[order], visited[order]
+        if ply.policy is None:
+            probs = (visits[visited] / total).astype(np.float32)
+        else:  # Gumbel: the improved policy
+            probs = np.asarray(ply.policy, dtype=np.float32)[visited]
         rows.append(
             PositionRecord(
                 game_id=record.game_id,
@@ -137,7 +307,7 @@ def game_positions(record: GameRecord, policy_map: PolicyMap, generation: int) -
                 meta=ply.meta,
                 policy_encoding=policy_map.name,
                 policy_index=indices,
-                policy_prob=(visits[visited] / total).astype(np.float32),
+                policy_prob=probs,
                 z=record.z(index),
                 root_q=ply.root_value,
                 root_visits=total,
@@ -150,11 +320,58 @@ def game_positions(record: GameRecord, policy_map: PolicyMap, generation: int) -
     return rows
 
 
+def _native_positions(game: NativeGame, policy_encoding: str, generation: int) -> list[PositionRecord]:
+    """:func:`game_positions` of a native game, from its arrays."""
+    rows = []
+    offsets = game.policy_offsets
+    targets = getattr(game, "policy_probs", None)  # the search's pi (Gumbel: the improved policy)
+    for ply in range(len(game.moves)):
+        span = slice(int(offsets[ply]), int(offsets[ply + 1]))
+        indices = game.policy_index[span]
+        visits = game.policy_visits[span]
+        order = np.argsort(indices, kind="stable")
+        indices, visits = indices[order], visits[order]
+        total = int(visits.sum())
+        probs = (visits / total).astype(np.float32) if targets is None else targets[span][order].astype(np.float32)
+        rows.append(
+            PositionRecord(
+                game_id=game.game_id,
+                ply=ply,
+                fen=game.fens[ply],
+                history=game.history[ply],
+                meta=game.meta[ply],
+                policy_encoding=policy_encoding,
+                policy_index=indices,
+                policy_prob=probs,
+                z=game.z(ply),
+                root_q=float(game.root_q[ply]),
+                root_visits=total,
+                full_search=bool(game.full_search[ply]),
+                generation=generation,
+                result=game.result,
+                termination=game.termination,
+            )
+        )
+    return rows
+
+
+def project_file(path: str | Path) -> Path:
+    """``path``, or the project's file of that relative path when the working
+    directory has none (``data/endgames.epd`` in a preset works from anywhere)."""
+    in_project = PROJECT_ROOT / path
+    if not Path(path).is_absolute() and not Path(path).exists() and in_project.exists():
+        return in_project
+    return Path(path)
+
+
 def load_start_positions(path: str | Path) -> list[str]:
     """FENs from an EPD or FEN file, one position a line; ``#`` starts a comment.
 
+    A relative path missing from the working directory is looked up in the
+    project's folder (so ``data/endgames.epd`` in a preset works from anywhere).
     Raises :class:`ConfigError` naming the file and line of an invalid position.
     """
+    path = project_file(path)
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as error:
@@ -200,14 +417,18 @@ class SelfPlayStats:
     resigned: int = 0
     playthrough: int = 0
     false_resigns: int = 0
+    adjudicated: int = 0
 
 
 class SelfPlayWorker:
     """Plays self-play games with one evaluator, many games per batch.
 
     Args:
-        evaluator: the network (or any :class:`~models.evaluation.Evaluator`).
-        search: search parameters of a full search.
+        evaluator: the network (:class:`~models.net_evaluator.NetEvaluator`),
+            or any evaluator with ``evaluate_batch`` (native backend) or
+            ``evaluate`` (python backend); its ``policy_encoding`` attribute
+            (default ``az4672``) names the policy indices the native core sends.
+        search: search parameters of a full search (``backend`` picks the core).
         selfplay: self-play parameters.
         start_fens: start positions to draw from (default: the standard one).
     """
@@ -223,7 +444,10 @@ class SelfPlayWorker:
         self.search = search
         self.selfplay = selfplay
         self.start_fens = start_fens or [chess.STARTING_FEN]
+        self.adjudicator = Adjudicator(selfplay)  # checks Stockfish's path before any game
         self.stats = SelfPlayStats()
+        self.native_stats: dict[str, float] = {}
+        """The native driver's counters of the last :meth:`play` (eval/wait/wall seconds too)."""
 
     def play(
         self,
@@ -234,14 +458,97 @@ class SelfPlayWorker:
     ) -> list[GameRecord]:
         """Play ``games`` games (at most ``games_per_task`` at a time) and
         return their records in id order.  The same ``seed`` gives the same
-        games for a deterministic evaluator.
+        games for a deterministic evaluator (and the same backend).
 
-        With ``selfplay.overlap_inference`` the games form two lanes: while
-        the network evaluates one lane's leaves in a background thread (torch
-        releases the GIL), the search delivers and collects the other's.
+        Native backend: ``selfplay.search_threads`` C++ threads, always
+        double-buffered; ``on_move`` is called for each move of a game when
+        the game ends.  Python backend: with ``selfplay.overlap_inference``
+        the games form two lanes: while the network evaluates one lane's
+        leaves in a background thread (torch releases the GIL), the search
+        delivers and collects the other's; ``on_move`` follows every move.
         """
         if games < 0:
             raise ConfigError(f"games must be >= 0, got {games}")
+        if self.search.uses_native(self.evaluator):
+            records = self._play_native(games, seed, id_prefix, on_move)
+        else:
+            records = self._play_python(games, seed, id_prefix, on_move)
+        self._adjudicate(records)
+        return records
+
+    def _adjudicate(self, records: list[GameRecord]) -> None:
+        """Score the games that reached ``max_plies`` with the adjudication in
+        force (``selfplay.adjudicate_*``, :mod:`pipeline.adjudication`): their
+        result and termination, hence the z of their rows, change."""
+        if not self.adjudicator.enabled:
+            return
+        try:
+            for record in records:
+                if record.termination != "max_plies" or record.num_plies == 0:
+                    continue
+                verdict = self.adjudicator.adjudicate(final_position(record))
+                if verdict is None:
+                    continue
+                record.result, record.termination = verdict
+                if isinstance(record, NativeGameRecord):
+                    record.native.result, record.native.termination = verdict
+                self.stats.adjudicated += 1
+        finally:
+            self.adjudicator.close()
+
+    def _play_native(
+        self, games: int, seed: int, id_prefix: str, on_move: Callable[[], None] | None
+    ) -> list[GameRecord]:
+        """:meth:`play` on the native core (``search.backend: native``)."""
+        from models.native_search import SelfPlayDriver  # native_search imports models.search
+
+        if games == 0:
+            return []
+        config = self.selfplay
+        encoding = policy_encoding(self.evaluator)
+        driver = SelfPlayDriver(
+            self.search,
+            games=games,
+            games_in_flight=config.games_per_task,
+            seed=seed,
+            policy_encoding=encoding,
+            start_fens=list(self.start_fens),
+            random_plies=config.random_plies,
+            max_plies=config.max_plies,
+            full_search_prob=config.full_search_prob,
+            fast_simulations=config.fast_simulations,
+            resign_threshold=config.resign_threshold,
+            resign_plies=config.resign_plies,
+            resign_playthrough=config.resign_playthrough,
+            threads=config.search_threads,
+            id_prefix=id_prefix,
+            overlap=True,
+        )
+
+        def finished(game: NativeGame) -> None:
+            if on_move is not None:
+                for _ in game.moves:
+                    on_move()
+
+        played = driver.play(self.evaluator, on_game=finished)  # type: ignore[arg-type]
+        self.native_stats = dict(driver.stats)
+        records = [NativeGameRecord(game, encoding) for game in played]
+        self._count_native(driver.stats)
+        for record in records:
+            log.debug("%s: %s by %s after %d plies", record.game_id, record.result, record.termination,
+                      record.num_plies)  # fmt: skip
+        return records
+
+    def _count_native(self, counters: dict[str, Any]) -> None:
+        stats = self.stats
+        for name in ("games", "positions", "full_searches", "evaluations", "batches", "resigned",
+                     "playthrough", "false_resigns"):  # fmt: skip
+            setattr(stats, name, getattr(stats, name) + int(counters[name]))
+
+    def _play_python(
+        self, games: int, seed: int, id_prefix: str, on_move: Callable[[], None] | None
+    ) -> list[GameRecord]:
+        """:meth:`play` on the python reference search (``search.backend: python``)."""
         rng = np.random.default_rng(seed)
         cache = EvalCache(self.search.cache_size)
         lanes = 2 if self.selfplay.overlap_inference else 1
@@ -329,6 +636,7 @@ class SelfPlayWorker:
                 root_value=result.root_value,
                 move=move,
                 full_search=game.full_search,
+                policy=None if result.improved_policy is None else result.improved_policy.astype(np.float32),
             )
         )
         if self._resigns(game, board.turn, result.root_value):

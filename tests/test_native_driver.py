@@ -9,6 +9,7 @@ and overlap, resignation bookkeeping, max_plies, random_plies, bad arguments.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
 import chess
@@ -85,10 +86,11 @@ def _check_game(game: NativeGame, search: SearchConfig, fast: int, max_plies: in
         assert all(move in board.legal_moves for move in visited)
         visits = game.policy_visits[start:stop]
         assert np.all(visits > 0)
+        np.testing.assert_array_equal(game.policy_probs[start:stop], (visits / visits.sum()).astype(np.float32))
         assert visits.sum() >= (search.num_simulations if game.full_search[ply] else fast)
         move = chess.Move.from_uci(uci)
         assert move in visited, f"{game.game_id} ply {ply}: played an unvisited move"
-        if ply >= search.temperature_plies:
+        if ply >= search.temperature_plies and not search.solver:
             assert visits[visited.index(move)] == visits.max()
         assert -1.0 <= game.root_q[ply] <= 1.0
         board.push(move)
@@ -110,13 +112,18 @@ def _check_game(game: NativeGame, search: SearchConfig, fast: int, max_plies: in
     assert [game.z(p) for p in range(plies)] == expected_z
 
 
-def test_games_are_legal_and_end_by_the_rules() -> None:
+@pytest.mark.parametrize("solver", [False, True], ids=["no-solver", "solver"])
+def test_games_are_legal_and_end_by_the_rules(solver: bool) -> None:
+    """Without the solver the move played after the temperature plies is the
+    most visited; with it, a proven win or a move that is not a proven loss
+    may be played instead (tests/test_solver.py)."""
     seen_games: list[NativeGame] = []
-    driver, games = _play(games=12, on_game=seen_games.append, random_plies=2)
+    search = dataclasses.replace(SEARCH, solver=solver)
+    driver, games = _play(games=12, on_game=seen_games.append, random_plies=2, search=search)
     assert [game.game_id for game in games] == [f"game-{i:05d}" for i in range(12)]
     assert sorted(game.game_id for game in seen_games) == [game.game_id for game in games]
     for game in games:
-        _check_game(game, SEARCH, 8, 120)
+        _check_game(game, search, 8, 120)
     terminations = {game.termination for game in games}
     assert len(terminations) >= 3, terminations
     assert driver.stats["games"] == 12
@@ -284,10 +291,12 @@ def test_match_games_are_legal_with_alternating_sides() -> None:
 
 
 def test_match_the_stronger_search_mates() -> None:
-    """A searches 200 simulations, B one: from a mate in one, A mates as white every time."""
+    """A searches 200 simulations, B one: from a mate in one, A mates as white every time
+    (no solver: it would find the mate in one when B expands the root)."""
     strong = SearchConfig(num_simulations=200, leaves_per_batch=4, cache_size=0,
-                          temperature_plies=0)
-    weak = SearchConfig(num_simulations=1, leaves_per_batch=1, cache_size=0, temperature_plies=0)
+                          temperature_plies=0, solver=False)
+    weak = SearchConfig(num_simulations=1, leaves_per_batch=1, cache_size=0, temperature_plies=0,
+                        solver=False)
     driver = MatchDriver(strong, weak, games=6, games_in_flight=6, seed=0,
                          start_fens=[ENDGAMES[0]], max_plies=1)
     games = driver.play(HashEvaluator(seed=4), HashEvaluator(seed=4))

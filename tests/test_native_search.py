@@ -109,6 +109,7 @@ CONFIGS = [
         dict(leaves_per_batch=8, cache_size=30, fpu_mode="relative", virtual_loss=3.0),
         id="lpb8-lru-vl3",
     ),
+    pytest.param(dict(leaves_per_batch=4, cache_size=0, solver=False), id="lpb4-nosolver"),
 ]
 
 

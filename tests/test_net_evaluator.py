@@ -71,3 +71,43 @@ def test_many_games_share_network_batches() -> None:
         tree.start(add_noise=True)
     calls = run_searches(trees, evaluator)
     assert evaluator.positions / calls > len(trees)
+
+
+@pytest.mark.parametrize("encoding", ["az4672", "lc0_1858"])
+def test_evaluate_batch_returns_the_listed_logits_and_the_values(encoding: str) -> None:
+    net = tiny_net(encoding).eval()
+    evaluator = NetEvaluator(net)
+    policy_map = get_policy_map(encoding)
+    boards = [chess.Board(fen) for fen in FENS]
+    planes = np.stack([encode_board(board) for board in boards])
+    rows = np.concatenate([np.full(board.legal_moves.count(), i, np.int64) for i, board in enumerate(boards)])
+    indices = np.concatenate([policy_map.indices(board, list(board.legal_moves)) for board in boards]).astype(np.int64)
+    logits, values = evaluator.evaluate_batch(planes, rows, indices)
+    assert logits.dtype == np.float32 and logits.shape == (len(indices),)
+    assert values.dtype == np.float32 and values.shape == (len(boards),)
+    with torch.no_grad():
+        all_logits, expected_values = net(torch.from_numpy(planes))
+    np.testing.assert_allclose(logits, all_logits[torch.from_numpy(rows), torch.from_numpy(indices)].numpy(), atol=1e-5)
+    np.testing.assert_allclose(values, expected_values.numpy().reshape(-1), atol=1e-5)
+    assert (evaluator.calls, evaluator.positions) == (1, len(boards))
+
+
+def test_the_two_protocols_give_the_same_priors() -> None:
+    evaluator = NetEvaluator(tiny_net("az4672"))
+    policy_map = get_policy_map("az4672")
+    board = chess.Board(FENS[1])
+    moves = list(board.legal_moves)
+    tree = GameTree(board, SearchConfig(), needs_planes=True)
+    (priors, value), = evaluator.evaluate([Leaf(board, moves, tree.history_snapshot())])
+    logits, values = evaluator.evaluate_batch(
+        encode_board(board)[None], np.zeros(len(moves), np.int64), policy_map.indices(board, moves).astype(np.int64)
+    )
+    softmax = np.exp(logits.astype(np.float64) - logits.max())
+    np.testing.assert_allclose(priors, softmax / softmax.sum(), rtol=1e-5)
+    assert value == pytest.approx(float(values[0]), abs=1e-6)
+
+
+def test_autocast_is_validated_and_ignored_on_cpu() -> None:
+    with pytest.raises(ValueError, match="autocast.*'fp8'"):
+        NetEvaluator(tiny_net("az4672"), autocast="fp8")
+    assert NetEvaluator(tiny_net("az4672")).autocast_dtype is None  # CPU: always float32

@@ -16,13 +16,13 @@ from pipeline.uci.player import NetPlayer, SearchControl
 
 
 def play(
-    script: str, human: chess.Color = chess.WHITE, fen: str | None = None
+    script: str, human: chess.Color = chess.WHITE, fen: str | None = None, nodes: int = 40
 ) -> tuple[PlaySession, str]:
     out = io.StringIO()
     session = PlaySession(
         NetPlayer(UniformEvaluator(), SearchConfig()),
         human=human,
-        limits=lambda: SearchControl(nodes=40),
+        limits=lambda: SearchControl(nodes=nodes),
         reader=io.StringIO(script),
         writer=out,
         board=chess.Board(fen) if fen else None,
@@ -76,7 +76,9 @@ def test_checkmate_ends_the_game() -> None:
 
 
 def test_the_net_announces_and_plays_its_mate() -> None:
-    session, text = play("", human=chess.BLACK, fen="6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1")
+    # Uniform priors tie every move: which are tried first depends on the move
+    # generator's order (python-chess's or the native core's); 100 nodes try them all.
+    session, text = play("", human=chess.BLACK, fen="6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", nodes=100)
     assert "zerochess plays Ra8#   eval mate in 1 for white" in text
     assert session.result == "1-0"
 

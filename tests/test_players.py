@@ -105,14 +105,19 @@ def test_games_end_by_the_rules_or_the_length_limit() -> None:
     assert (short.result, short.termination, short.plies) == ("1/2-1/2", "max_plies", 10)
 
 
-def test_net_player_reuses_its_tree_and_moves_legally(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_net_player_reuses_its_tree_and_moves_legally(tmp_path: Path, backend: str) -> None:
     torch.manual_seed(0)
     path = tmp_path / "net.pt"
     save_net(AlphaZeroNet(NetConfig(blocks=1, filters=8, value_channels=4, value_hidden=16)), path)
-    player = build_player(f"net:{path}:sims=12", PlayerContext(search=SearchConfig(), device="cpu"))
+    context = PlayerContext(search=SearchConfig(backend=backend), device="cpu")
+    player = build_player(f"net:{path}:sims=12", context)
     assert isinstance(player, NetPlayer) and player.name.endswith("sims=12")
     outcome = play_game(player, RandomPlayer(5), START, max_plies=12)
     assert outcome.plies == 12 and not outcome.aborted
+    tree = player._tree
+    assert type(tree).__name__ == {"native": "NativeTree", "python": "GameTree"}[backend]
+    assert tree is not None and len(tree.board.move_stack) >= 10  # one tree, advanced along the game
 
 
 @pytest.mark.parametrize(

@@ -245,10 +245,28 @@ def test_temperature_samples_early_and_takes_the_best_later() -> None:
     assert late == {result.best_move}
 
 
-def test_choose_move_under_a_clock_returns_a_legal_move() -> None:
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_choose_move_under_a_clock_returns_a_legal_move(backend: str) -> None:
     board = chess.Board(MATES_IN_ONE[0][0])
-    move = choose_move(board, 1.0, UniformEvaluator(), SearchConfig(leaves_per_batch=8))
+    move = choose_move(board, 1.0, UniformEvaluator(), SearchConfig(leaves_per_batch=8, backend=backend))
     assert move.uci() == MATES_IN_ONE[0][1]
+
+
+def test_backend_is_validated_and_needs_the_batch_protocol() -> None:
+    with pytest.raises(SearchError, match="backend.*'gpu'"):
+        SearchConfig(backend="gpu")
+    assert SearchConfig().backend == "native" and SearchConfig().uses_native(UniformEvaluator())
+    assert not SearchConfig(backend="python").uses_native(UniformEvaluator())
+    assert not SearchConfig().uses_native(BadEvaluator())  # only evaluate(leaves): the python search
+
+
+def test_uniform_evaluator_batch_protocol_gives_zero_logits_and_values() -> None:
+    evaluator = UniformEvaluator()
+    planes = np.zeros((3, 119, 8, 8), np.uint8)
+    logits, values = evaluator.evaluate_batch(planes, np.array([0, 0, 1, 2], np.int64), np.arange(4, dtype=np.int64))
+    assert logits.dtype == values.dtype == np.float32
+    assert logits.tolist() == [0.0] * 4 and values.tolist() == [0.0] * 3
+    assert (evaluator.calls, evaluator.positions) == (1, 3)
 
 
 def test_bad_inputs_raise_errors_that_name_the_value() -> None:

@@ -1,4 +1,7 @@
-"""The self-play worker without Ray: batching, records, resignation, playout caps."""
+"""The self-play worker without Ray: batching, records, resignation, playout caps.
+
+Most tests run on both search backends (``native``, the default, and the
+``python`` reference): the same rules must hold on each."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from models.encoding import encode_board, encode_snapshots
+from models.encoding import COLOUR_PLANE, encode_board, encode_snapshots
 from models.evaluation import Leaf, UniformEvaluator
 from models.net import AlphaZeroNet, NetConfig
 from models.net_evaluator import NetEvaluator
@@ -21,6 +24,13 @@ from pipeline.selfplay import GameRecord, PlyRecord, SelfPlayWorker, load_start_
 
 NO_RESIGN = SelfPlayConfig(resign_threshold=-1.0, full_search_prob=1.0, games_per_task=4, max_plies=8)
 SEARCH = SearchConfig(num_simulations=16, leaves_per_batch=4)
+BACKENDS = ["native", "python"]
+
+
+@pytest.fixture(params=BACKENDS)
+def search(request: pytest.FixtureRequest) -> SearchConfig:
+    """``SEARCH`` on each backend."""
+    return replace(SEARCH, backend=request.param)
 
 
 class WhiteIsLost:
@@ -34,10 +44,16 @@ class WhiteIsLost:
             for leaf in leaves
         ]
 
+    def evaluate_batch(
+        self, planes: np.ndarray, rows: np.ndarray, indices: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        black_to_move = planes[:, COLOUR_PLANE, 0, 0] == 1
+        return np.zeros(len(indices), np.float32), np.where(black_to_move, 0.99, -0.99).astype(np.float32)
+
 
 @pytest.mark.parametrize("overlap", [False, True])
-def test_games_share_batches_and_respect_the_length_limit(overlap: bool) -> None:
-    worker = SelfPlayWorker(UniformEvaluator(), SEARCH, replace(NO_RESIGN, overlap_inference=overlap))
+def test_games_share_batches_and_respect_the_length_limit(search: SearchConfig, overlap: bool) -> None:
+    worker = SelfPlayWorker(UniformEvaluator(), search, replace(NO_RESIGN, overlap_inference=overlap))
     records = worker.play(games=6, seed=1, id_prefix="t")
     assert [record.game_id for record in records] == [f"t-{i:05d}" for i in range(6)]
     for record in records:
@@ -49,23 +65,23 @@ def test_games_share_batches_and_respect_the_length_limit(overlap: bool) -> None
             assert ply.move in board.legal_moves
             board.push(ply.move)
     assert worker.stats.games == 6 and worker.stats.positions == 48
-    lanes = 2 if overlap else 1
+    lanes = 2 if overlap or search.backend == "native" else 1  # the native driver always double-buffers
     assert worker.stats.evaluations / worker.stats.batches > 8 / lanes  # games' leaves share batches
 
 
-def test_same_seed_same_games() -> None:
+def test_same_seed_same_games(search: SearchConfig) -> None:
     def moves(seed: int) -> list[list[str]]:
-        worker = SelfPlayWorker(UniformEvaluator(), SEARCH, NO_RESIGN)
+        worker = SelfPlayWorker(UniformEvaluator(), search, NO_RESIGN)
         return [[p.move.uci() for p in r.plies] for r in worker.play(games=3, seed=seed)]
 
     assert moves(7) == moves(7)
     assert moves(7) != moves(8)
 
 
-def test_recorded_planes_are_the_positions_planes() -> None:
+def test_recorded_planes_are_the_positions_planes(search: SearchConfig) -> None:
     torch.manual_seed(0)
     net = AlphaZeroNet(NetConfig(blocks=1, filters=8, value_channels=4, value_hidden=16))
-    worker = SelfPlayWorker(NetEvaluator(net), SEARCH, replace(NO_RESIGN, max_plies=12))
+    worker = SelfPlayWorker(NetEvaluator(net), search, replace(NO_RESIGN, max_plies=12))
     record = worker.play(games=1, seed=3)[0]
     board = chess.Board(record.start_fen)
     for ply in record.plies:
@@ -74,10 +90,10 @@ def test_recorded_planes_are_the_positions_planes() -> None:
         board.push(ply.move)
 
 
-def test_z_signs_after_a_mate() -> None:
+def test_z_signs_after_a_mate(search: SearchConfig) -> None:
     # Black's only move is Kb8, then Rh8 mates.
     worker = SelfPlayWorker(
-        UniformEvaluator(), replace(SEARCH, num_simulations=200), NO_RESIGN, ["k7/8/1K6/8/8/8/8/7R b - - 0 1"]
+        UniformEvaluator(), replace(search, num_simulations=200), NO_RESIGN, ["k7/8/1K6/8/8/8/8/7R b - - 0 1"]
     )
     record = worker.play(games=1, seed=0)[0]
     assert [p.move.uci() for p in record.plies] == ["a8b8", "h1h8"]
@@ -96,13 +112,13 @@ def test_z_of_every_ply_follows_the_side_to_move() -> None:
     assert {record.z(i) for i in range(6)} == {0}
 
 
-def test_resignation_and_playthrough() -> None:
+def test_resignation_and_playthrough(search: SearchConfig) -> None:
     config = replace(NO_RESIGN, resign_threshold=-0.9, resign_plies=2, max_plies=20, resign_playthrough=0.0)
-    resigned = SelfPlayWorker(WhiteIsLost(), SEARCH, config).play(games=2, seed=0)
+    resigned = SelfPlayWorker(WhiteIsLost(), search, config).play(games=2, seed=0)
     for record in resigned:
         assert (record.result, record.termination) == ("0-1", "resign")
         assert len(record.plies) == 3  # white's second low move is the resignation
-    worker = SelfPlayWorker(WhiteIsLost(), SEARCH, replace(config, resign_playthrough=1.0))
+    worker = SelfPlayWorker(WhiteIsLost(), search, replace(config, resign_playthrough=1.0))
     played = worker.play(games=2, seed=0)
     for record in played:
         assert record.playthrough and record.would_resign == chess.WHITE
@@ -110,9 +126,9 @@ def test_resignation_and_playthrough() -> None:
     assert worker.stats.false_resigns == 2 and worker.stats.resigned == 0
 
 
-def test_playout_cap_randomization() -> None:
+def test_playout_cap_randomization(search: SearchConfig) -> None:
     config = replace(NO_RESIGN, full_search_prob=0.25, fast_simulations=4, max_plies=40, games_per_task=8)
-    worker = SelfPlayWorker(UniformEvaluator(), SEARCH, config)
+    worker = SelfPlayWorker(UniformEvaluator(), search, config)
     records = worker.play(games=8, seed=2)
     plies = [ply for record in records for ply in record.plies]
     full = [ply for ply in plies if ply.full_search]
@@ -122,7 +138,7 @@ def test_playout_cap_randomization() -> None:
     assert 0.15 < len(full) / len(plies) < 0.35
 
 
-def test_start_positions_from_epd_and_fen_with_random_plies(tmp_path: Path) -> None:
+def test_start_positions_from_epd_and_fen_with_random_plies(search: SearchConfig, tmp_path: Path) -> None:
     book = tmp_path / "book.epd"
     book.write_text(
         "# two openings\n"
@@ -131,7 +147,7 @@ def test_start_positions_from_epd_and_fen_with_random_plies(tmp_path: Path) -> N
     )
     fens = load_start_positions(book)
     assert len(fens) == 2
-    worker = SelfPlayWorker(UniformEvaluator(), SEARCH, replace(NO_RESIGN, random_plies=2, max_plies=2), fens)
+    worker = SelfPlayWorker(UniformEvaluator(), search, replace(NO_RESIGN, random_plies=2, max_plies=2), fens)
     records = worker.play(games=4, seed=0)
     for record in records:
         start = chess.Board(record.start_fen)
@@ -147,17 +163,17 @@ def test_bad_start_positions_name_the_line(tmp_path: Path) -> None:
         load_start_positions(tmp_path / "missing.epd")
 
 
-def test_shard_rows_rebuild_the_planes_and_carry_z() -> None:
+def test_shard_rows_rebuild_the_planes_and_carry_z(search: SearchConfig) -> None:
     from models.policy import get_policy_map
     from pipeline.selfplay import game_positions
     from pipeline.shards import decode_planes, decode_policy, records_to_table, validate_table
 
     start = "k7/8/1K6/8/8/8/8/7R b - - 0 1"
     worker = SelfPlayWorker(
-        UniformEvaluator(encode=True), replace(SEARCH, num_simulations=200), NO_RESIGN, [start]
+        UniformEvaluator(encode=True), replace(search, num_simulations=200), NO_RESIGN, [start]
     )
     mate = worker.play(games=1, seed=0)[0]
-    random_game = SelfPlayWorker(UniformEvaluator(encode=True), SEARCH, replace(NO_RESIGN, max_plies=12)).play(1, 5)[0]
+    random_game = SelfPlayWorker(UniformEvaluator(encode=True), search, replace(NO_RESIGN, max_plies=12)).play(1, 5)[0]
     policy_map = get_policy_map("az4672")
     for record in (mate, random_game):
         table = records_to_table(game_positions(record, policy_map, generation=3))
@@ -177,3 +193,77 @@ def test_shard_rows_rebuild_the_planes_and_carry_z() -> None:
         else:
             assert set(z) == {0}
         assert set(table.column("generation").to_pylist()) == {3}
+
+
+def _row_fields(row: object) -> dict[str, object]:
+    fields = dict(vars(row))
+    for name in ("history", "meta", "policy_index", "policy_prob"):
+        fields[name] = np.asarray(fields[name]).tolist()
+    return fields
+
+
+def test_native_games_give_the_same_rows_and_pgn_from_arrays_and_from_plies() -> None:
+    from models.policy import get_policy_map
+    from pipeline.selfplay import NativeGameRecord, game_positions
+
+    config = replace(NO_RESIGN, full_search_prob=0.5, max_plies=10)
+    record = SelfPlayWorker(UniformEvaluator(), replace(SEARCH, backend="native"), config).play(1, seed=4)[0]
+    assert isinstance(record, NativeGameRecord) and record.num_plies == 10
+    policy_map = get_policy_map("az4672")
+    from_arrays = [_row_fields(row) for row in game_positions(record, policy_map, 2)]
+    assert [_row_fields(row) for row in game_positions(record.native, policy_map, 2)] == from_arrays
+    pgn_from_arrays = str(record.to_pgn())
+    assert len(record.plies) == 10  # built now, from the arrays, with python-chess
+    plain = GameRecord(record.game_id, record.start_fen, record.plies, record.result, record.termination)
+    assert [_row_fields(row) for row in game_positions(plain, policy_map, 2)] == from_arrays
+    assert str(record.to_pgn()) == str(plain.to_pgn()) == pgn_from_arrays
+    with pytest.raises(ConfigError, match="policy encoding 'az4672', not 'lc0_1858'"):
+        game_positions(NativeGameRecord(record.native, "az4672"), get_policy_map("lc0_1858"), 2)
+
+
+def test_both_backends_write_the_same_rows_for_the_same_search() -> None:
+    from models.native_search import HashEvaluator
+    from models.policy import get_policy_map
+    from pipeline.selfplay import game_positions
+
+    # No noise, no sampling, no cache (its entries depend on which game asked first):
+    # the two backends then search the same trees, visit for visit.
+    search = replace(SEARCH, dirichlet_epsilon=0.0, temperature_plies=0, cache_size=0)
+    config = replace(NO_RESIGN, max_plies=6, games_per_task=3)
+    policy_map = get_policy_map("az4672")
+    rows = {}
+    for backend in BACKENDS:
+        records = SelfPlayWorker(HashEvaluator(seed=1), replace(search, backend=backend), config).play(3, seed=0)
+        rows[backend] = [_row_fields(row) for record in records for row in game_positions(record, policy_map, 0)]
+    assert len(rows["native"]) == 18 and rows["native"] == rows["python"]
+
+
+def test_native_search_threads_play_the_same_games() -> None:
+    def moves(threads: int) -> list[list[str]]:
+        config = replace(NO_RESIGN, search_threads=threads, games_per_task=4, full_search_prob=0.5)
+        worker = SelfPlayWorker(UniformEvaluator(), replace(SEARCH, backend="native"), config)
+        records = worker.play(games=6, seed=3)
+        assert worker.stats.games == 6 and worker.stats.positions == sum(r.num_plies for r in records)
+        assert worker.native_stats["wall_seconds"] > 0
+        return [list(record.native.moves) for record in records]
+
+    assert moves(1) == moves(2)
+
+
+def test_native_gumbel_rows_carry_the_improved_policy_over_every_legal_move() -> None:
+    from models.policy import get_policy_map
+    from pipeline.selfplay import game_positions
+    from pipeline.shards import decode_policy, records_to_table, validate_table
+
+    search = replace(SEARCH, backend="native", algorithm="gumbel", gumbel_considered=4)
+    record = SelfPlayWorker(UniformEvaluator(), search, replace(NO_RESIGN, max_plies=6)).play(1, seed=2)[0]
+    policy_map = get_policy_map("az4672")
+    table = records_to_table(game_positions(record, policy_map, 0))
+    validate_table(table)
+    pi = decode_policy(table, policy_map.size)
+    board = chess.Board(record.start_fen)
+    for row, uci in enumerate(record.native.moves):
+        legal = policy_map.legal_mask(board)
+        assert pi[row].sum() == pytest.approx(1.0, abs=1e-5)
+        assert (pi[row] > 0).sum() == legal.sum() and not pi[row][~legal].any()  # every legal move, only those
+        board.push_uci(uci)

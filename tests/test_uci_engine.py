@@ -82,9 +82,10 @@ class Session:
         return (None if best == "(none)" else chess.Move.from_uci(best)), output
 
 
-@pytest.fixture
-def session() -> Iterator[Session]:
-    session = Session()
+@pytest.fixture(params=["native", "python"])
+def session(request: pytest.FixtureRequest) -> Iterator[Session]:
+    """An engine on each search backend."""
+    session = Session(backend=request.param)
     yield session
     session.engine.handle("quit")
 

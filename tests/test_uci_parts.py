@@ -27,8 +27,8 @@ BACK_RANK_MATE_IN_1 = "6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1"
 MATED_IN_1 = "k7/2K5/8/1Q6/8/8/8/8 b - - 0 1"  # 1...Ka7 (the only move) 2.Qb7#
 
 
-def searched(fen: str, nodes: int) -> NetPlayer:
-    player = NetPlayer(UniformEvaluator(), SearchConfig())
+def searched(fen: str, nodes: int, backend: str = "native") -> NetPlayer:
+    player = NetPlayer(UniformEvaluator(), SearchConfig(backend=backend))
     player.set_position(chess.Board(fen))
     player.search(SearchControl(nodes=nodes))
     return player
@@ -54,24 +54,27 @@ def test_centipawns_are_odd_and_increasing() -> None:
 # -- mates and lines ---------------------------------------------------------
 
 
-def test_mate_in_one_is_reported_and_first() -> None:
-    player = searched(BACK_RANK_MATE_IN_1, 200)
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_mate_in_one_is_reported_and_first(backend: str) -> None:
+    player = searched(BACK_RANK_MATE_IN_1, 200, backend)
     assert player.tree is not None
     best = root_lines(player.tree)[0]
     assert best.move == chess.Move.from_uci("a1a8")
     assert best.mate == 1 and best.pv == [best.move] and best.depth == 1
 
 
-def test_mate_in_two_is_proven_inside_the_tree() -> None:
-    player = searched(MORPHY_MATE_IN_2, 3000)
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_mate_in_two_is_proven_inside_the_tree(backend: str) -> None:
+    player = searched(MORPHY_MATE_IN_2, 3000, backend)
     assert player.tree is not None
     assert win_plies(player.tree.root, 10) == 3
     best = root_lines(player.tree)[0]
     assert (best.move.uci(), best.mate) == ("a1a6", 2)
 
 
-def test_being_mated_gives_a_negative_mate() -> None:
-    player = searched(MATED_IN_1, 500)
+@pytest.mark.parametrize("backend", ["native", "python"])
+def test_being_mated_gives_a_negative_mate(backend: str) -> None:
+    player = searched(MATED_IN_1, 500, backend)
     assert player.tree is not None
     assert loss_plies(player.tree.root, 10) == 2
     assert root_lines(player.tree)[0].mate == -1

@@ -206,11 +206,26 @@ void SelfPlayCore::play_move(Game& game) {
   record.meta.push_back(board_meta(board));
   record.root_q.push_back(stats.root_value);
   record.full_search.push_back(game.full_search ? 1 : 0);
-  for (std::size_t i = 0; i < stats.moves.size(); ++i) {
-    const double visits = std::nearbyint(stats.child_n[i]);
-    if (visits > 0.0) {
+  if (!stats.improved.empty()) {
+    for (std::size_t i = 0; i < stats.moves.size(); ++i) {
       record.policy_index.push_back(stats.policy[i]);
-      record.policy_visits.push_back(static_cast<std::int64_t>(visits));
+      record.policy_visits.push_back(static_cast<std::int64_t>(std::nearbyint(stats.child_n[i])));
+      record.policy_probs.push_back(static_cast<float>(stats.improved[i]));
+    }
+  } else {
+    const std::size_t first = record.policy_visits.size();
+    std::int64_t total = 0;
+    for (std::size_t i = 0; i < stats.moves.size(); ++i) {
+      const double visits = std::nearbyint(stats.child_n[i]);
+      if (visits > 0.0) {
+        record.policy_index.push_back(stats.policy[i]);
+        record.policy_visits.push_back(static_cast<std::int64_t>(visits));
+        total += static_cast<std::int64_t>(visits);
+      }
+    }
+    for (std::size_t k = first; k < record.policy_visits.size(); ++k) {
+      record.policy_probs.push_back(
+          static_cast<float>(static_cast<double>(record.policy_visits[k]) / static_cast<double>(total)));
     }
   }
   record.policy_offsets.push_back(static_cast<std::int64_t>(record.policy_index.size()));

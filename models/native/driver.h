@@ -59,6 +59,9 @@ struct FinishedGame {
   std::vector<double> root_q;
   std::vector<std::uint8_t> full_search;
   std::vector<std::int64_t> policy_offsets{0}, policy_index, policy_visits;
+  // pi of each listed move: PUCT visits / their sum (the visited moves);
+  // Gumbel: the improved policy (every legal move; its visits may be 0).
+  std::vector<float> policy_probs;
 };
 
 // Runs fn(i) for i in [0, n) on the calling thread and the pool's workers;

@@ -92,16 +92,22 @@ void softmax(const float* logits, int count, double* out) {
 }
 
 int choose_move(const RootStats& stats, int ply, const SearchParams& params, std::mt19937_64& rng) {
+  if (params.gumbel) return stats.best;
+  for (int proof : stats.proof) {
+    if (proof == 1) return stats.best;
+  }
   if (ply >= params.temperature_plies || params.temperature == 0.0) return stats.best;
   const int count = static_cast<int>(stats.child_n.size());
+  const bool proven = !stats.proof.empty();
+  auto visits_of = [&](int i) { return proven && stats.proof[i] == -1 ? 0.0 : std::nearbyint(stats.child_n[i]); };
   double top = 0.0;
-  for (double n : stats.child_n) top = std::max(top, std::nearbyint(n));
+  for (int i = 0; i < count; ++i) top = std::max(top, visits_of(i));
   if (top <= 0.0) return stats.best;
   // N^(1/T) normalised by the largest, in log space (no overflow for small T).
   std::vector<double> weights(count, 0.0);
   double total = 0.0;
   for (int i = 0; i < count; ++i) {
-    double visits = std::nearbyint(stats.child_n[i]);
+    double visits = visits_of(i);
     if (visits > 0.0) weights[i] = std::exp((std::log(visits) - std::log(top)) / params.temperature);
     total += weights[i];
   }
@@ -117,6 +123,20 @@ int choose_move(const RootStats& stats, int ply, const SearchParams& params, std
 }
 
 static double terminal_value_of(Termination t) { return t == Termination::CHECKMATE ? -1.0 : 0.0; }
+
+long long considered_visit(int considered, long long budget, long long simulation) {
+  if (considered <= 1) return simulation;
+  long long log2max = 0;
+  while ((1LL << log2max) < considered) ++log2max;
+  long long base = 0, width = considered;
+  while (true) {
+    const long long extra = std::max(1LL, budget / (log2max * width));
+    if (simulation < extra * width) return base + simulation / width;
+    simulation -= extra * width;
+    base += extra;
+    width = std::max(2LL, width / 2);
+  }
+}
 
 // ---------------------------------------------------------------------------
 // Tree
@@ -193,6 +213,8 @@ void SearchTree::advance(Move move) {
   game_rows_valid_ = false;
   target_ = done_ = in_flight_ = 0;
   noised_root_ = -1;
+  gumbel_.clear();
+  root_counts_.clear();
   ++generation_;
 }
 
@@ -228,10 +250,23 @@ void SearchTree::compact(int new_root) {
   root_ = 0;
 }
 
-void SearchTree::start(long long num_simulations, bool add_noise) {
+void SearchTree::start(long long num_simulations, bool add_noise, const std::vector<std::pair<Move, double>>* gumbel) {
   if (num_simulations < 0) throw ChessError("num_simulations must be >= 0, got " + std::to_string(num_simulations));
   abort_pending();
   if (root_terminal()) throw ChessError("search started on a finished game: " + fen());
+  has_given_gumbel_ = false;
+  given_gumbel_.clear();
+  if (gumbel) {
+    MoveList legal;
+    board().legal_moves(legal);
+    for (Move move : legal) {
+      bool found = false;
+      for (const auto& item : *gumbel) found = found || (item.first == move && std::isfinite(item.second));
+      if (!found) throw ChessError("gumbel noise has no finite value for " + move.uci() + " in " + fen());
+    }
+    given_gumbel_ = *gumbel;
+    has_given_gumbel_ = true;
+  }
   noise_ = add_noise;
   done_ = 0;
   in_flight_ = 0;
@@ -242,8 +277,37 @@ void SearchTree::start(long long num_simulations, bool add_noise) {
     for (int i = 0; i < root.num_edges; ++i) total += edges_[root.edge_begin + i].n;
     kept = std::llround(total);
   }
-  target_ = std::max(num_simulations - kept, 0LL);
-  if (add_noise && root.expanded) add_noise_(root_);
+  gumbel_.clear();
+  root_counts_.clear();
+  target_ = params_.gumbel ? num_simulations : std::max(num_simulations - kept, 0LL);
+  if (root.expanded) prepare_root();
+}
+
+void SearchTree::prepare_root() {
+  if (!params_.gumbel) {
+    if (noise_) add_noise_(root_);
+    return;
+  }
+  const Node& root = nodes_[root_];
+  const int count = root.num_edges;
+  const Edge* edge = edges_.data() + root.edge_begin;
+  root_counts_.assign(count, 0);
+  gumbel_.assign(count, 0.0);
+  if (has_given_gumbel_) {
+    for (int i = 0; i < count; ++i) {
+      for (const auto& item : given_gumbel_) {
+        if (item.first == edge[i].move) {
+          gumbel_[i] = item.second;
+          break;
+        }
+      }
+    }
+  } else if (noise_ && params_.gumbel_scale > 0.0) {
+    for (int i = 0; i < count; ++i) {
+      const double u = (static_cast<double>(rng_() >> 11) + 0.5) * 0x1.0p-53;  // in (0, 1)
+      gumbel_[i] = -std::log(-std::log(u)) * params_.gumbel_scale;
+    }
+  }
 }
 
 int SearchTree::collect(LeafBatch& out, int limit) {
@@ -265,7 +329,69 @@ int SearchTree::collect(LeafBatch& out, int limit) {
   return got;
 }
 
-int SearchTree::select(const Node& node) const {
+int SearchTree::select(int node_id) {
+  const Node& node = nodes_[node_id];
+  bool skip_lost = false;
+  if (node.proven_child) {
+    const int forced = solver_choice(node, skip_lost);
+    if (forced >= 0) return forced;
+  }
+  if (params_.gumbel) {
+    if (node_id == root_ && !root_counts_.empty()) return select_gumbel_root(node, skip_lost);
+    return select_gumbel_interior(node, skip_lost);
+  }
+  return select_puct(node, skip_lost);
+}
+
+int SearchTree::solver_choice(const Node& node, bool& skip_lost) const {
+  const Edge* edge = edges_.data() + node.edge_begin;
+  int forced = -1, lost = 0;
+  for (int i = 0; i < node.num_edges; ++i) {
+    if (edge[i].proof == -1) {
+      if (forced < 0 || edge[i].proof_plies < edge[forced].proof_plies ||
+          (edge[i].proof_plies == edge[forced].proof_plies && edge[i].prior > edge[forced].prior)) {
+        forced = i;
+      }
+    }
+    lost += edge[i].proof == 1;
+  }
+  skip_lost = forced < 0 && lost > 0 && lost < node.num_edges;
+  return forced;
+}
+
+bool SearchTree::update_proof(Node& node) const {
+  const Edge* edge = edges_.data() + node.edge_begin;
+  int best_win = -1, longest = 0;
+  bool all_proven = true, draw = false;
+  for (int i = 0; i < node.num_edges; ++i) {
+    const int plies = edge[i].proof_plies + 1;
+    switch (edge[i].proof) {
+      case PROOF_NONE:
+        all_proven = false;
+        break;
+      case -1:
+        if (best_win < 0 || plies < best_win) best_win = plies;
+        break;
+      case 0:
+        draw = true;
+        break;
+      default:
+        longest = std::max(longest, plies);
+    }
+  }
+  if (best_win >= 0) {
+    node.proof = 1;
+    node.proof_plies = best_win;
+  } else if (all_proven && node.num_edges > 0) {
+    node.proof = draw ? 0 : -1;
+    node.proof_plies = draw ? 0 : longest;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+int SearchTree::select_puct(const Node& node, bool skip_lost) const {
   const long long n_parent = node.visits;
   const double parent = static_cast<double>(n_parent);
   const double c = params_.c_puct_init + std::log((1.0 + parent + params_.c_puct_base) / params_.c_puct_base);
@@ -280,6 +406,7 @@ int SearchTree::select(const Node& node) const {
   int best_index = 0;
   double best_score = -std::numeric_limits<double>::infinity();
   for (int i = 0; i < node.num_edges; ++i) {
+    if (skip_lost && edge[i].proof == 1) continue;
     const double n = edge[i].n;
     const double score = (n != 0.0 ? edge[i].w / n : fpu) + k * edge[i].prior / (1.0 + n);
     if (score > best_score) {
@@ -288,6 +415,107 @@ int SearchTree::select(const Node& node) const {
     }
   }
   return best_index;
+}
+
+void SearchTree::gumbel_sigma(const Node& node) const {
+  const int count = node.num_edges;
+  const Edge* edge = edges_.data() + node.edge_begin;
+  std::vector<double>& logits = scratch_logits_;
+  std::vector<double>& sigma = scratch_sigma_;
+  logits.resize(count);
+  sigma.resize(count);
+  const double tiny = std::numeric_limits<double>::min();
+  for (int i = 0; i < count; ++i) logits[i] = std::log(std::max(edge[i].prior, tiny));
+  double sum_n = 0.0, sum_p = 0.0, max_n = 0.0;
+  for (int i = 0; i < count; ++i) {
+    sum_n += edge[i].n;
+    if (edge[i].n > 0.0) {
+      sum_p += std::max(edge[i].prior, tiny);
+      max_n = std::max(max_n, edge[i].n);
+    }
+  }
+  double weighted = 0.0;
+  for (int i = 0; i < count; ++i) {
+    if (edge[i].n > 0.0) weighted += std::max(edge[i].prior, tiny) * (edge[i].w / edge[i].n) / sum_p;
+  }
+  const double mixed = (node.raw_value + sum_n * weighted) / (sum_n + 1.0);
+  double low = std::numeric_limits<double>::infinity(), high = -low;
+  for (int i = 0; i < count; ++i) {
+    const double q = edge[i].n > 0.0 ? edge[i].w / edge[i].n : mixed;
+    sigma[i] = q;
+    low = std::min(low, q);
+    high = std::max(high, q);
+  }
+  const double span = std::max(high - low, 1e-8);
+  const double scale = (params_.gumbel_c_visit + max_n) * params_.gumbel_c_scale;
+  for (int i = 0; i < count; ++i) sigma[i] = scale * ((sigma[i] - low) / span);
+}
+
+// softmax(logits + sigma) of the scratch vectors into scratch_policy_ (as
+// models.search._softmax).
+static void improved_policy(const std::vector<double>& logits, const std::vector<double>& sigma,
+                            std::vector<double>& out) {
+  const std::size_t count = logits.size();
+  out.resize(count);
+  double top = -std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < count; ++i) {
+    out[i] = logits[i] + sigma[i];
+    top = std::max(top, out[i]);
+  }
+  double total = 0.0;
+  for (std::size_t i = 0; i < count; ++i) {
+    out[i] = std::exp(out[i] - top);
+    total += out[i];
+  }
+  for (std::size_t i = 0; i < count; ++i) out[i] = out[i] / total;
+}
+
+int SearchTree::select_gumbel_interior(const Node& node, bool skip_lost) const {
+  gumbel_sigma(node);
+  improved_policy(scratch_logits_, scratch_sigma_, scratch_policy_);
+  const Edge* edge = edges_.data() + node.edge_begin;
+  double total = 1.0;
+  for (int i = 0; i < node.num_edges; ++i) total += edge[i].n;
+  int best_index = 0;
+  double best_score = -std::numeric_limits<double>::infinity();
+  for (int i = 0; i < node.num_edges; ++i) {
+    if (skip_lost && edge[i].proof == 1) continue;
+    const double score = scratch_policy_[i] - edge[i].n / total;
+    if (score > best_score) {
+      best_index = i;
+      best_score = score;
+    }
+  }
+  return best_index;
+}
+
+int SearchTree::select_gumbel_root(const Node& node, bool skip_lost) const {
+  gumbel_sigma(node);
+  long long simulation = 0;
+  for (long long count : root_counts_) simulation += count;
+  const int considered = std::min(params_.gumbel_considered, node.num_edges);
+  const long long wanted = considered_visit(considered, target_, simulation);
+  return gumbel_argmax(node, root_counts_.data(), gumbel_.data(), wanted, skip_lost);
+}
+
+int SearchTree::gumbel_argmax(const Node& node, const long long* counts, const double* gumbel, long long wanted,
+                              bool skip_lost) const {
+  const Edge* edge = edges_.data() + node.edge_begin;
+  int best = -1, fallback = 0;
+  double best_score = -std::numeric_limits<double>::infinity(), fallback_score = best_score;
+  for (int i = 0; i < node.num_edges; ++i) {
+    if (skip_lost && edge[i].proof == 1) continue;
+    const double score = std::max(-1e9, gumbel[i] + scratch_logits_[i] + scratch_sigma_[i]);
+    if (score > fallback_score) {
+      fallback = i;
+      fallback_score = score;
+    }
+    if (counts[i] == wanted && score > best_score) {
+      best = i;
+      best_score = score;
+    }
+  }
+  return best >= 0 ? best : fallback;
 }
 
 int SearchTree::make_child(int parent, int edge_index, const PathStep* path, int path_size) {
@@ -316,8 +544,9 @@ bool SearchTree::simulate(LeafBatch& out) {
   path_.clear();
   int node = root_;
   const double vloss = params_.virtual_loss;
-  while (nodes_[node].expanded && !nodes_[node].terminal) {
-    int index = select(nodes_[node]);
+  while (nodes_[node].expanded && !nodes_[node].terminal && (nodes_[node].proof == PROOF_NONE || node == root_)) {
+    int index = select(node);
+    if (node == root_ && !root_counts_.empty()) ++root_counts_[index];
     path_.push_back(PathStep{node, index});
     Edge& edge = edges_[nodes_[node].edge_begin + index];
     edge.n += vloss;
@@ -331,6 +560,10 @@ bool SearchTree::simulate(LeafBatch& out) {
     backup(path_.data(), size, node, nodes_[node].terminal_value);
     return false;
   }
+  if (nodes_[node].proof != PROOF_NONE) {  // proven by the solver: its exact value
+    backup(path_.data(), size, node, static_cast<double>(nodes_[node].proof));
+    return false;
+  }
   if (nodes_[node].pending) {
     revert_virtual_loss(path_.data(), size);
     ++collisions_;
@@ -338,6 +571,45 @@ bool SearchTree::simulate(LeafBatch& out) {
     return false;
   }
   return reach_leaf(node, path_.data(), size, out);
+}
+
+bool SearchTree::find_mates(int node_id) {
+  if (!params_.solver) return false;
+  Board board = nodes_[node_id].board;
+  const int count = nodes_[node_id].num_edges;
+  MoveList replies;
+  bool found = false;
+  for (int i = 0; i < count; ++i) {
+    const Move move = edges_[nodes_[node_id].edge_begin + i].move;
+    Undo undo;
+    board.make(move, undo);
+    if (board.is_check()) {
+      replies.size = 0;
+      board.legal_moves(replies);
+      if (replies.size == 0) {
+        Node child;
+        child.board = board;
+        child.key = board.key();
+        child.row = board_row(board, 0);
+        child.parent = node_id;
+        child.terminal = true;
+        child.terminal_value = -1.0;
+        child.proof = -1;
+        nodes_.push_back(child);
+        Edge& edge = edges_[nodes_[node_id].edge_begin + i];
+        edge.child = static_cast<std::int32_t>(nodes_.size()) - 1;
+        edge.proof = -1;
+        edge.proof_plies = 0;
+        found = true;
+      }
+    }
+    board.unmake(move, undo);
+  }
+  if (found) {
+    nodes_[node_id].proven_child = true;
+    update_proof(nodes_[node_id]);
+  }
+  return found;
 }
 
 void SearchTree::set_moves(int node_id, const Move* moves, int count) {
@@ -376,7 +648,11 @@ bool SearchTree::reach_leaf(int node_id, const PathStep* path, int path_size, Le
     Node& node = nodes_[node_id];
     node.terminal = true;
     node.terminal_value = terminal_value_of(reason);
-    backup(path, path_size, node_id, node.terminal_value);
+    if (params_.solver) {
+      node.proof = static_cast<std::int8_t>(node.terminal_value);
+      node.proof_plies = 0;
+    }
+    backup(path, path_size, node_id, node.terminal_value, params_.solver);
     return false;
   }
   set_moves(node_id, moves, count);
@@ -385,12 +661,15 @@ bool SearchTree::reach_leaf(int node_id, const PathStep* path, int path_size, Le
     Edge* edge = edges_.data() + node.edge_begin;
     for (int i = 0; i < count; ++i) edge[i].prior = cached->priors[i];
     node.expanded = true;
+    node.raw_value = cached->value;
+    const bool proven = find_mates(node_id);  // may add nodes: `node` is stale from here
+    const double backed = proven ? 1.0 : cached->value;
     if (node_id == root_) {
-      node.visits += 1;
-      node.value_sum += cached->value;
-      if (noise_) add_noise_(node_id);
+      nodes_[node_id].visits += 1;
+      nodes_[node_id].value_sum += backed;
+      prepare_root();
     } else {
-      backup(path, path_size, node_id, cached->value);
+      backup(path, path_size, node_id, backed, proven);
     }
     return false;
   }
@@ -484,14 +763,17 @@ void SearchTree::deliver(const float* logits, const float* values) {
     }
     for (int j = 0; j < count; ++j) edge[j].prior = priors[j];
     node.expanded = true;
+    node.raw_value = value;
+    const bool proven = find_mates(id);  // may add nodes: `node` is stale from here
+    const double backed = proven ? 1.0 : value;
     if (id == root_) {
-      if (noise_) add_noise_(id);
+      prepare_root();
       nodes_[id].visits += 1;
-      nodes_[id].value_sum += value;
+      nodes_[id].value_sum += backed;
       continue;
     }
     --in_flight_;
-    backup(pending_paths_.data() + p.path_begin, p.path_size, id, value);
+    backup(pending_paths_.data() + p.path_begin, p.path_size, id, backed, proven);
   }
   pending_.clear();
   pending_paths_.clear();
@@ -528,7 +810,7 @@ void SearchTree::flush_cache_touches() {
   deferred_touches_.clear();
 }
 
-void SearchTree::backup(const PathStep* path, int path_size, int leaf, double value) {
+void SearchTree::backup(const PathStep* path, int path_size, int leaf, double value, bool proven) {
   nodes_[leaf].visits += 1;
   nodes_[leaf].value_sum += value;
   const double vloss = params_.virtual_loss;
@@ -542,6 +824,17 @@ void SearchTree::backup(const PathStep* path, int path_size, int leaf, double va
     node.value_sum += value;
   }
   if (path_size) ++done_;
+  if (!proven) return;
+  int child = leaf;
+  for (int i = path_size - 1; i >= 0; --i) {
+    Node& node = nodes_[path[i].node];
+    Edge& edge = edges_[node.edge_begin + path[i].edge];
+    edge.proof = nodes_[child].proof;
+    edge.proof_plies = static_cast<std::int16_t>(std::min(nodes_[child].proof_plies, 32000));
+    node.proven_child = true;
+    if (node.proof != PROOF_NONE || !update_proof(node)) break;
+    child = path[i].node;
+  }
 }
 
 void SearchTree::revert_virtual_loss(const PathStep* path, int path_size) {
@@ -551,6 +844,7 @@ void SearchTree::revert_virtual_loss(const PathStep* path, int path_size) {
     edge.n -= vloss;
     edge.w += vloss;
   }
+  if (path_size > 0 && !root_counts_.empty() && path[0].node == root_) --root_counts_[path[0].edge];
 }
 
 void SearchTree::add_noise_(int node_id) {
@@ -585,20 +879,67 @@ RootStats SearchTree::result() const {
   stats.child_n.resize(count);
   stats.child_w.resize(count);
   stats.priors.resize(count);
-  int best = 0;
-  double best_visits = -1.0, best_prior = 0.0;
   for (int i = 0; i < count; ++i) {
     stats.moves[i] = edge[i].move;
     stats.policy[i] = edge[i].policy >= 0 ? edge[i].policy : policy_index(encoding_, root.board, edge[i].move);
     stats.child_n[i] = edge[i].n;
     stats.child_w[i] = edge[i].w;
     stats.priors[i] = edge[i].prior;
-    const double visits = std::nearbyint(edge[i].n);
-    if (visits > best_visits || (visits == best_visits && edge[i].prior > best_prior)) {
-      best = i;
-      best_visits = visits;
-      best_prior = edge[i].prior;
+  }
+  bool skip_lost = false;  // some, not all, moves are proven losses
+  if (params_.solver) {
+    stats.proof.assign(count, PROOF_NONE);
+    stats.proof_plies.assign(count, 0);
+    int losing = 0;
+    for (int i = 0; i < count; ++i) {
+      if (edge[i].proof == PROOF_NONE) continue;
+      stats.proof[i] = -edge[i].proof;
+      stats.proof_plies[i] = edge[i].proof != 0 ? edge[i].proof_plies + 1 : 0;
+      losing += stats.proof[i] == -1;
     }
+    skip_lost = losing > 0 && losing < count;
+  }
+  int best = -1;
+  if (params_.gumbel) {
+    gumbel_sigma(root);
+    improved_policy(scratch_logits_, scratch_sigma_, stats.improved);
+    std::vector<long long> zeros;
+    std::vector<double> no_noise;
+    const long long* counts = root_counts_.data();
+    const double* gumbel = gumbel_.data();
+    if (static_cast<int>(root_counts_.size()) != count) {
+      zeros.assign(count, 0);
+      no_noise.assign(count, 0.0);
+      counts = zeros.data();
+      gumbel = no_noise.data();
+    }
+    long long top = -1;
+    for (int i = 0; i < count; ++i) {
+      if (!(skip_lost && edge[i].proof == 1)) top = std::max(top, counts[i]);
+    }
+    best = gumbel_argmax(root, counts, gumbel, top, skip_lost);
+  } else {
+    double best_visits = -1.0, best_prior = 0.0;
+    for (int i = 0; i < count; ++i) {
+      if (skip_lost && edge[i].proof == 1) continue;
+      const double visits = std::nearbyint(edge[i].n);
+      if (visits > best_visits || (visits == best_visits && edge[i].prior > best_prior)) {
+        best = i;
+        best_visits = visits;
+        best_prior = edge[i].prior;
+      }
+    }
+  }
+  if (params_.solver) {  // the fastest proven win (ties: the higher prior, then the first)
+    int win = -1;
+    for (int i = 0; i < count; ++i) {
+      if (stats.proof[i] != 1) continue;
+      if (win < 0 || stats.proof_plies[i] < stats.proof_plies[win] ||
+          (stats.proof_plies[i] == stats.proof_plies[win] && edge[i].prior > edge[win].prior)) {
+        win = i;
+      }
+    }
+    if (win >= 0) best = win;
   }
   stats.best = best;
   stats.root_value = root.visits ? root.value_sum / static_cast<double>(root.visits) : 0.0;

@@ -40,7 +40,19 @@ struct SearchParams {
   int leaves_per_batch = 8;
   double virtual_loss = 1.0;
   long long cache_size = 200000;
+  // Gumbel AlphaZero (algorithm == "gumbel"; see models/search.py).
+  bool gumbel = false;
+  int gumbel_considered = 16;
+  double gumbel_scale = 1.0;
+  double gumbel_c_visit = 50.0;
+  double gumbel_c_scale = 0.1;
+  // MCTS-solver: proven wins, losses and draws propagate up the tree.
+  bool solver = true;
 };
+
+// Node::proof / Edge::proof: -1 lost, 0 drawn, 1 won for the side to move at
+// the node (the edge: at its child), PROOF_NONE unproven.
+constexpr std::int8_t PROOF_NONE = 2;
 
 // One cached evaluation: the legal moves (generation order) and their priors.
 struct CacheEntry {
@@ -95,6 +107,8 @@ struct Edge {
   std::int32_t child = -1;
   std::int32_t policy = -1;  // policy index of the move (-1 until computed)
   Move move;
+  std::int8_t proof = PROOF_NONE;  // the child's proof (solver), mirrored here
+  std::int16_t proof_plies = 0;    // and its plies
 };
 
 struct Node {
@@ -112,6 +126,10 @@ struct Node {
   bool pending = false;
   bool expanded = false;  // priors set
   bool has_moves = false;  // edges allocated (pending or expanded)
+  bool proven_child = false;  // solver: some edge has a proof
+  std::int8_t proof = PROOF_NONE;
+  std::int32_t proof_plies = 0;
+  double raw_value = 0.0;  // the evaluator's value (Gumbel's mixed value)
 };
 
 // A growable byte buffer whose new bytes are not zero-filled (planes are
@@ -159,7 +177,13 @@ struct RootStats {
   std::vector<int> policy;  // policy index per move
   std::vector<double> child_n, child_w, priors;
   double root_value = 0.0;
-  int best = 0;  // most visited, ties to the higher prior, then the first
+  // PUCT: most visited, ties to the higher prior, then the first; Gumbel:
+  // the sequential-halving winner; solver: the fastest proven win, never a
+  // proven loss when another move is not one.
+  int best = 0;
+  std::vector<double> improved;  // Gumbel: the improved policy (else empty)
+  std::vector<int> proof;        // solver: per move, for the mover (1, 0, -1, PROOF_NONE); else empty
+  std::vector<int> proof_plies;  // plies of a proven win or loss, counting the move
 };
 
 class SearchTree {
@@ -176,7 +200,10 @@ class SearchTree {
   PolicyEncoding encoding() const { return encoding_; }
 
   void advance(Move move);  // ChessError for an illegal move
-  void start(long long num_simulations, bool add_noise);
+  // Gumbel: `gumbel` (if not null) gives the root noise of every legal move
+  // (ChessError naming a missing move); else add_noise draws it.
+  void start(long long num_simulations, bool add_noise,
+             const std::vector<std::pair<Move, double>>* gumbel = nullptr);
   bool finished() const { return nodes_[root_].expanded && done_ >= target_; }
   long long simulations_done() const { return done_; }
   long long collisions() const { return collisions_; }
@@ -230,11 +257,29 @@ class SearchTree {
 
   int new_root_node(const Board& board);
   int make_child(int parent, int edge_index, const PathStep* path, int path_size);
-  int select(const Node& node) const;
+  int select(int node_id);
+  int select_puct(const Node& node, bool skip_lost) const;
+  int select_gumbel_interior(const Node& node, bool skip_lost) const;
+  int select_gumbel_root(const Node& node, bool skip_lost) const;
+  // The solver's choice at a node with proven children: the fastest move
+  // into a proven loss (returned), else -1 with skip_lost set when some
+  // (not all) moves lead to proven wins of the opponent.
+  int solver_choice(const Node& node, bool& skip_lost) const;
+  bool update_proof(Node& node) const;
+  // Solver, at an expansion: the moves that checkmate get their (terminal)
+  // child now, and the node is proven won; true when it is.
+  bool find_mates(int node_id);
+  // Logits (log priors) and sigma(completed Q) of a node into scratch_logits_/scratch_sigma_.
+  void gumbel_sigma(const Node& node) const;
+  // argmax of max(-1e9, g + logit + sigma) over the moves with `wanted`
+  // visits in `counts` (all allowed moves when none has them).
+  int gumbel_argmax(const Node& node, const long long* counts, const double* gumbel, long long wanted,
+                    bool skip_lost) const;
+  void prepare_root();
   // Returns true when a leaf went to `out`.
   bool simulate(LeafBatch& out);
   bool reach_leaf(int node_id, const PathStep* path, int path_size, LeafBatch& out);
-  void backup(const PathStep* path, int path_size, int leaf, double value);
+  void backup(const PathStep* path, int path_size, int leaf, double value, bool proven = false);
   void revert_virtual_loss(const PathStep* path, int path_size);
   void add_noise_(int node_id);
   void set_moves(int node_id, const Move* moves, int count);
@@ -270,13 +315,26 @@ class SearchTree {
   bool deferred_cache_ = false;
   std::vector<std::pair<CacheKey, CacheEntryPtr>> deferred_puts_;
   std::vector<CacheKey> deferred_touches_;
+  // Gumbel: root noise and this search's visits per root move (empty until
+  // the root is expanded), the given noise, scratch.
+  std::vector<double> gumbel_;
+  std::vector<long long> root_counts_;
+  std::vector<std::pair<Move, double>> given_gumbel_;
+  bool has_given_gumbel_ = false;
+  mutable std::vector<double> scratch_logits_, scratch_sigma_, scratch_policy_;
 };
+
+// Sequential halving's schedule (mctx): the visits a root move must have to
+// get simulation `simulation` of `budget` over `considered` moves.
+long long considered_visit(int considered, long long budget, long long simulation);
 
 // Softmax in double of `count` logits (max subtracted), into out.
 void softmax(const float* logits, int count, double* out);
 
 // Self-play move choice (models.search.select_move): sample proportional to
 // N^(1/T) for plies < temperature_plies (T > 0), else the best move.
+// A Gumbel search and a proven win always give the best move; the sampling
+// skips proven losses when another move was visited.
 int choose_move(const RootStats& stats, int ply, const SearchParams& params, std::mt19937_64& rng);
 
 // Uniform double in [0, 1) from 53 bits.

@@ -186,7 +186,13 @@ void bind_tree(py::module_& m) {
       .def_readwrite("temperature_plies", &SearchParams::temperature_plies)
       .def_readwrite("leaves_per_batch", &SearchParams::leaves_per_batch)
       .def_readwrite("virtual_loss", &SearchParams::virtual_loss)
-      .def_readwrite("cache_size", &SearchParams::cache_size);
+      .def_readwrite("cache_size", &SearchParams::cache_size)
+      .def_readwrite("gumbel", &SearchParams::gumbel)
+      .def_readwrite("gumbel_considered", &SearchParams::gumbel_considered)
+      .def_readwrite("gumbel_scale", &SearchParams::gumbel_scale)
+      .def_readwrite("gumbel_c_visit", &SearchParams::gumbel_c_visit)
+      .def_readwrite("gumbel_c_scale", &SearchParams::gumbel_c_scale)
+      .def_readwrite("solver", &SearchParams::solver);
 
   py::class_<EvalCache, std::shared_ptr<EvalCache>>(m, "EvalCache", "Thread-safe LRU evaluation cache.")
       .def(py::init<long long>(), py::arg("max_size"))
@@ -211,7 +217,21 @@ void bind_tree(py::module_& m) {
              py::gil_scoped_release release;
              tree.advance(move);
            })
-      .def("start", &SearchTree::start, py::arg("num_simulations"), py::arg("add_noise"))
+      .def(
+          "start",
+          [](SearchTree& tree, long long num_simulations, bool add_noise, const py::object& gumbel) {
+            if (gumbel.is_none()) {
+              tree.start(num_simulations, add_noise);
+              return;
+            }
+            std::vector<std::pair<Move, double>> noise;
+            for (const auto& item : gumbel.cast<py::dict>()) {
+              noise.emplace_back(Move::from_uci(item.first.cast<std::string>()), item.second.cast<double>());
+            }
+            tree.start(num_simulations, add_noise, &noise);
+          },
+          py::arg("num_simulations"), py::arg("add_noise"), py::arg("gumbel") = py::none(),
+          "gumbel: {uci: noise} for every legal root move (Gumbel search), or None.")
       .def_property_readonly("finished", &SearchTree::finished)
       .def_property_readonly("simulations_done", &SearchTree::simulations_done)
       .def_property_readonly("collisions", &SearchTree::collisions)
@@ -221,7 +241,14 @@ void bind_tree(py::module_& m) {
              RootStats stats = tree.result();
              return py::make_tuple(move_strings(stats.moves), to_array(stats.child_n), to_array(stats.child_w),
                                    to_array(stats.priors), stats.root_value, stats.best,
-                                   to_array(std::vector<std::int64_t>(stats.policy.begin(), stats.policy.end())));
+                                   to_array(std::vector<std::int64_t>(stats.policy.begin(), stats.policy.end())),
+                                   stats.improved.empty() ? py::object(py::none()) : py::object(to_array(stats.improved)),
+                                   stats.proof.empty() ? py::object(py::none())
+                                                       : py::object(to_array(std::vector<std::int64_t>(
+                                                             stats.proof.begin(), stats.proof.end()))),
+                                   stats.proof_plies.empty() ? py::object(py::none())
+                                                             : py::object(to_array(std::vector<std::int64_t>(
+                                                                   stats.proof_plies.begin(), stats.proof_plies.end()))));
            })
       .def("history_snapshot",
            [](const SearchTree& tree) {
@@ -235,7 +262,9 @@ void bind_tree(py::module_& m) {
            [](const SearchTree& tree, int id) {
              const Node& node = tree.node(id);
              py::object terminal = node.terminal ? py::object(py::float_(node.terminal_value)) : py::object(py::none());
-             return py::make_tuple(node.visits, node.value_sum, terminal, node.expanded, node.pending);
+             py::object proof = node.proof == PROOF_NONE ? py::object(py::none()) : py::object(py::int_(node.proof));
+             return py::make_tuple(node.visits, node.value_sum, terminal, node.expanded, node.pending, proof,
+                                   node.proof_plies);
            })
       .def("node_fen", [](const SearchTree& tree, int id) { return tree.node(id).board.fen(); })
       .def("node_edges", [](const SearchTree& tree, int id) -> py::tuple {
@@ -258,6 +287,9 @@ void bind_tree(py::module_& m) {
         return py::make_tuple(moves, priors, child_n, child_w, children);
       });
 
+  m.attr("PROOF_NONE") = static_cast<int>(PROOF_NONE);
+  m.def("considered_visit", &considered_visit, py::arg("considered"), py::arg("budget"), py::arg("simulation"),
+        "Sequential halving's schedule (models.search.considered_visit), for tests.");
   m.def("run_searches", &run_searches, py::arg("trees"), py::arg("evaluator"), py::arg("should_stop") = py::none(),
         "Step the started trees together, one evaluator.evaluate_batch call per round; returns the calls.");
   m.def(
@@ -303,6 +335,7 @@ py::dict game_dict(const FinishedGame& game) {
   out["policy_offsets"] = to_array(game.policy_offsets);
   out["policy_index"] = to_array(game.policy_index);
   out["policy_visits"] = to_array(game.policy_visits);
+  out["policy_probs"] = to_array(game.policy_probs);
   return out;
 }
 

@@ -1,24 +1,20 @@
-"""``zerochess analyse``: search one position and show the root statistics."""
+"""``zerochess analyse``: search one position and show the root statistics
+(on ``search.backend``: the native core unless ``--set search.backend=python``)."""
 
 from __future__ import annotations
 
 import argparse
 from dataclasses import replace
 
-import chess
-import numpy as np
-
-from models.net_evaluator import NetEvaluator
-from models.net import AlphaZeroNet, pick_device
-from models.evaluation import UniformEvaluator
-from models.search import SearchError, run_search
-from pipeline.checkpoint import load_net
 from pipeline.commands.common import add_params_arguments, config_from_args
+
+# Not chess.STARTING_FEN: --help must not import chess, torch or the models.
+START_FEN = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_params_arguments(parser)
-    parser.add_argument("--fen", default=chess.STARTING_FEN, help="position to search (default: start)")
+    parser.add_argument("--fen", default=START_FEN, help="position to search (default: start)")
     parser.add_argument("--simulations", type=int, help="simulations (default: search.num_simulations)")
     parser.add_argument("--checkpoint", help="network (default: random weights)")
     parser.add_argument("--uniform", action="store_true", help="uniform priors and zero values, no network")
@@ -26,6 +22,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import chess
+    import numpy as np
+
+    from models.evaluation import UniformEvaluator
+    from models.net import AlphaZeroNet, pick_device
+    from models.net_evaluator import NetEvaluator
+    from models.search import SearchError
+    from models.search_backend import search_position
+    from pipeline.checkpoint import load_net
+
     config = config_from_args(args)
     try:
         board = chess.Board(args.fen)
@@ -40,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         device = pick_device(config.selfplay.device)
         net = load_net(args.checkpoint, device=device) if args.checkpoint else AlphaZeroNet(config.net).to(device)
         evaluator = NetEvaluator(net)
-    result = run_search(board, evaluator, search)
+    result = search_position(board, evaluator, search)
     print(f"{board.fen()}  root Q={result.root_value:+.3f}  best={board.san(result.best_move)}")
     order = np.argsort(-result.visits, kind="stable")[: args.top]
     for index in order:

@@ -10,7 +10,8 @@ import chess
 
 from models.net import AlphaZeroNet
 from models.net_evaluator import NetEvaluator
-from models.search import GameTree, SearchConfig, run_searches
+from models.search import SearchConfig
+from models.search_backend import SearchTree, new_tree, run_trees
 from pipeline.players.base import Limits, PlayerError
 
 
@@ -39,7 +40,8 @@ class NetPlayer:
 
     The budget is ``simulations`` per move (``limits.nodes`` overrides it) or,
     when ``limits.movetime_s`` is set, as many simulations as fit in the time.
-    The tree is kept between the moves of one game (tree reuse).
+    The tree is kept between the moves of one game (tree reuse).  The
+    search runs on ``search.backend`` (the native core by default).
     """
 
     def __init__(self, net: AlphaZeroNet, search: SearchConfig, simulations: int, label: str = "net") -> None:
@@ -49,7 +51,7 @@ class NetPlayer:
         self.search = replace(search, num_simulations=simulations)
         self.simulations = simulations
         self.name = f"{label}:sims={simulations}"
-        self._tree: GameTree | None = None
+        self._tree: SearchTree | None = None
 
     def play(self, board: chess.Board, limits: Limits | None = None) -> chess.Move:
         limits = limits or Limits()
@@ -57,13 +59,13 @@ class NetPlayer:
         if limits.movetime_s is not None:
             deadline = time.perf_counter() + limits.movetime_s
             tree.start(num_simulations=10**9)
-            run_searches([tree], self.evaluator, should_stop=lambda: time.perf_counter() >= deadline)
+            run_trees([tree], self.evaluator, should_stop=lambda: time.perf_counter() >= deadline)
         else:
             tree.start(num_simulations=limits.nodes or self.simulations)
-            run_searches([tree], self.evaluator)
+            run_trees([tree], self.evaluator)
         return tree.result().best_move
 
-    def _tree_for(self, board: chess.Board) -> GameTree:
+    def _tree_for(self, board: chess.Board) -> SearchTree:
         """The kept tree advanced to ``board``, or a new one if the game differs."""
         tree = self._tree
         if tree is not None:
@@ -77,7 +79,7 @@ class NetPlayer:
                 for move in line[len(known) :]:
                     tree.advance(move)
                 return tree
-        tree = GameTree(board.copy(), self.search, needs_planes=True)
+        tree = new_tree(board.copy(), self.search, self.evaluator)
         self._tree = tree
         return tree
 

@@ -1,6 +1,8 @@
 """Reading a searched tree the way a chess GUI wants it: scores, mates, lines.
 
-Everything here is read-only over :class:`models.search.GameTree` nodes.
+Everything here is read-only over a searched tree's nodes: the python
+reference's :class:`models.search.Node` or the native core's node views
+(:class:`models.native_search.NativeNode`), which read the same way.
 
 Value to centipawns
     The network's value ``q`` is an expected score in [-1, 1] from the side to
@@ -13,7 +15,11 @@ Value to centipawns
     increasing, so move order and sign are kept.
 
 Mates
-    The search marks checkmates it reaches (``Node.terminal_value == -1``).
+    With ``search.solver`` the search proves wins and losses itself
+    (``Node.proof``, ``Node.proof_plies``: the MCTS-solver of
+    :mod:`models.search`), and those proofs are reported whatever their
+    length.  Otherwise:
+    the search marks checkmates it reaches (``Node.terminal_value == -1``).
     A mate is *proven* inside the tree when the side to move has a move into a
     proven loss (a win), or every legal move of the side to move exists in the
     tree and leads to a proven win of the opponent (a loss).  Proofs are
@@ -33,7 +39,15 @@ from dataclasses import dataclass
 
 import chess
 
-from models.search import GameTree, Node
+from typing import TYPE_CHECKING, Union
+
+from models.search import Node
+from models.search_backend import SearchTree
+
+if TYPE_CHECKING:
+    from models.native_search import NativeNode
+
+AnyNode = Union[Node, "NativeNode"]
 
 CP_SCALE = 111.714640912
 """Multiplier of the tangent in :func:`value_to_centipawns` (lc0)."""
@@ -55,10 +69,16 @@ def value_to_centipawns(q: float) -> int:
     return round(CP_SCALE * math.tan(CP_ANGLE * q))
 
 
-def win_plies(node: Node | None, horizon: int) -> int | None:
+def win_plies(node: AnyNode | None, horizon: int) -> int | None:
     """Plies until the side to move at ``node`` mates, proven inside the tree
-    within ``horizon`` plies (odd), or ``None``."""
-    if node is None or horizon <= 0 or node.terminal_value is not None or not node.expanded:
+    within ``horizon`` plies (odd), or ``None``.  The search's solver proof
+    (``node.proof``, any distance) is used when there is one."""
+    if node is None:
+        return None
+    proof = getattr(node, "proof", None)
+    if proof is not None:
+        return node.proof_plies if proof == 1 else None
+    if horizon <= 0 or node.terminal_value is not None or not node.expanded:
         return None
     best: int | None = None
     for child in node.children:
@@ -68,7 +88,7 @@ def win_plies(node: Node | None, horizon: int) -> int | None:
     return best
 
 
-def loss_plies(node: Node | None, horizon: int) -> int | None:
+def loss_plies(node: AnyNode | None, horizon: int) -> int | None:
     """Plies until the side to move at ``node`` is mated, proven inside the
     tree within ``horizon`` plies (even; 0 when it is checkmated), or ``None``.
 
@@ -76,6 +96,9 @@ def loss_plies(node: Node | None, horizon: int) -> int | None:
     returns at the first move that does not (cheap on unproven nodes)."""
     if node is None:
         return None
+    proof = getattr(node, "proof", None)
+    if proof is not None:
+        return node.proof_plies if proof == -1 else None
     if node.terminal_value is not None:
         return 0 if node.terminal_value <= -1.0 else None
     if horizon <= 0 or not node.expanded or not node.children or None in node.children:
@@ -89,7 +112,7 @@ def loss_plies(node: Node | None, horizon: int) -> int | None:
     return longest
 
 
-def mate_moves_after(child: Node | None, horizon: int) -> int | None:
+def mate_moves_after(child: AnyNode | None, horizon: int) -> int | None:
     """UCI ``mate`` value of the move leading to ``child``, from the mover's
     side: ``+N`` when it mates in N moves (this one included), ``-N`` when the
     mover is mated in N moves, ``None`` when nothing is proven."""
@@ -103,7 +126,7 @@ def mate_moves_after(child: Node | None, horizon: int) -> int | None:
 
 
 def principal_variation(
-    first: chess.Move, child: Node | None, limit: int = MAX_PV_PLIES
+    first: chess.Move, child: AnyNode | None, limit: int = MAX_PV_PLIES
 ) -> list[chess.Move]:
     """``first`` followed by the most visited move at each node below ``child``
     (ties to the higher prior), down to an unvisited or finished node."""
@@ -150,13 +173,14 @@ class MoveLine:
         return len(self.pv)
 
 
-def root_lines(tree: GameTree, horizon: int = DEFAULT_MATE_HORIZON) -> list[MoveLine]:
+def root_lines(tree: SearchTree, horizon: int = DEFAULT_MATE_HORIZON) -> list[MoveLine]:
     """Every root move of a searched ``tree``, best first: proven wins (the
     shortest first), then by visits, then by prior; proven losses last."""
     root = tree.root
     if not root.expanded:
         return []
     assert root.moves is not None and root.priors is not None
+    chosen = tree.result().best_move  # PUCT: most visited; Gumbel: the halving winner
     lines = []
     for index, move in enumerate(root.moves):
         child = root.children[index]
@@ -172,27 +196,29 @@ def root_lines(tree: GameTree, horizon: int = DEFAULT_MATE_HORIZON) -> list[Move
                 pv=principal_variation(move, child),
             )
         )
-    lines.sort(key=_line_order)
+    lines.sort(key=lambda line: _line_order(line, chosen))
     return lines
 
 
-def _line_order(line: MoveLine) -> tuple[int, float, float, float]:
-    """Sort key: proven wins by speed, then unproven by visits and prior, then
-    proven losses (the slowest first)."""
+def _line_order(line: MoveLine, chosen: chess.Move | None = None) -> tuple[int, float, float, int, float]:
+    """Sort key: proven wins by speed, then unproven by visits, then proven
+    losses (the slowest first); among equals the search's chosen move first
+    (a Gumbel search's halving winner, the solver's fastest win), then the
+    higher prior."""
     if line.mate is not None and line.mate > 0:
-        return (0, line.mate, 0.0, 0.0)
+        return (0, line.mate, 0.0, 0 if line.move == chosen else 1, -line.prior)
     if line.mate is not None:
-        return (2, line.mate, 0.0, 0.0)
-    return (1, 0.0, -line.visits, -line.prior)
+        return (2, line.mate, 0.0, 0, 0.0)
+    return (1, 0.0, -line.visits, 0 if line.move == chosen else 1, -line.prior)
 
 
-def tree_visits(tree: GameTree) -> int:
+def tree_visits(tree: SearchTree) -> int:
     """Simulations held under the root (what ``num_simulations`` counts)."""
     root = tree.root
     return round(sum(root.child_n)) if root.expanded else 0
 
 
-def main_line_depth(tree: GameTree) -> int:
+def main_line_depth(tree: SearchTree) -> int:
     """Length of the principal variation of the most visited root move (0
     before the root is expanded); cheaper than :func:`root_lines`."""
     root = tree.root

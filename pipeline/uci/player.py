@@ -1,11 +1,14 @@
 """The network playing one game: tree reuse, search limits, move choice.
 
 :class:`NetPlayer` is what both the UCI engine and ``zerochess play`` drive.
-It keeps one :class:`~models.search.GameTree` per game and, when the next
+It keeps one search tree per game (the native core's
+:class:`~models.native_search.NativeTree`, or the python reference's
+:class:`~models.search.GameTree` with ``search.backend: python``; see
+:mod:`models.search_backend`) and, when the next
 position extends the previous one by some moves, advances the tree along them
 so the visits already spent below the new position are kept (tree reuse).
 
-A search runs in chunks of simulations (:func:`models.search.run_searches`
+A search runs in chunks of simulations (:func:`models.search_backend.run_trees`
 with a ``should_stop`` check between network batches), so it can end on a
 node limit, a depth, a clock or a :class:`SearchControl` stop from another
 thread, and report progress about once a second.
@@ -27,8 +30,11 @@ from dataclasses import dataclass, replace
 import chess
 import numpy as np
 
-from models.evaluation import EvalCache, Evaluator, Leaf
-from models.search import GameTree, SearchConfig, SearchError, run_searches, terminal_value
+from models import encoding
+from models.evaluation import Evaluator, Leaf
+from models.policy import get_policy_map
+from models.search import SearchConfig, SearchError, terminal_value
+from models.search_backend import SearchTree, new_cache, new_tree, policy_encoding, root_repetitions, run_trees
 from pipeline.uci.analysis import (
     DEFAULT_MATE_HORIZON,
     MoveLine,
@@ -145,11 +151,12 @@ class NetPlayer:
         self.config = config
         self.mate_horizon = mate_horizon
         self._rng = np.random.default_rng(seed)
-        self._cache = EvalCache(config.cache_size)
-        self._tree: GameTree | None = None
+        self._seed = 0 if seed is None else seed
+        self._cache = new_cache(config, evaluator)
+        self._tree: SearchTree | None = None
 
     @property
-    def tree(self) -> GameTree | None:
+    def tree(self) -> SearchTree | None:
         """The current game's tree (``None`` before the first position)."""
         return self._tree
 
@@ -161,13 +168,20 @@ class NetPlayer:
     def new_game(self) -> None:
         """Forget the tree and the evaluation cache."""
         self._tree = None
-        self._cache = EvalCache(self.config.cache_size)
+        self._cache = new_cache(self.config, self.evaluator)
 
     def update_config(self, **changes: object) -> None:
-        """Change search parameters (e.g. ``leaves_per_batch``); the tree keeps its visits."""
+        """Change search parameters (e.g. ``leaves_per_batch``).  A python tree
+        keeps its visits; a native tree holds its own copy of the parameters,
+        so it is rebuilt on the same game (its visits are lost)."""
         self.config = replace(self.config, **changes)  # type: ignore[arg-type]
-        if self._tree is not None:
-            self._tree.config = self.config
+        tree = self._tree
+        if tree is None:
+            return
+        if self.config.uses_native(self.evaluator):
+            self._tree = self._new_tree(tree.board.copy())
+        else:
+            tree.config = self.config
 
     def set_position(self, board: chess.Board) -> None:
         """Make ``board`` (with its move stack) the position to search.
@@ -183,13 +197,10 @@ class NetPlayer:
             for move in board.move_stack[len(tree.board.move_stack) :]:
                 tree.advance(move)
             return
-        self._tree = GameTree(
-            board.copy(),
-            self.config,
-            needs_planes=self.evaluator.needs_planes,
-            cache=self._cache,
-            rng=self._rng,
-        )
+        self._tree = self._new_tree(board.copy())
+
+    def _new_tree(self, board: chess.Board) -> SearchTree:
+        return new_tree(board, self.config, self.evaluator, cache=self._cache, rng=self._rng, seed=self._seed)
 
     def search(
         self,
@@ -217,7 +228,7 @@ class NetPlayer:
             )
         if (
             tree.root.terminal_value is not None
-            or terminal_value(board, moves, tree.root.repetitions) is not None
+            or terminal_value(board, moves, root_repetitions(tree)) is not None
         ):
             return self._policy_report(tree, moves, control)
         start_visits = tree_visits(tree)
@@ -228,7 +239,7 @@ class NetPlayer:
 
     def _run(
         self,
-        tree: GameTree,
+        tree: SearchTree,
         control: SearchControl,
         on_progress: ProgressCallback | None,
         interval_s: float,
@@ -255,20 +266,20 @@ class NetPlayer:
             goal = visits + chunk if control.nodes is None else min(control.nodes, visits + chunk)
             was_expanded = tree.root.expanded
             tree.start(num_simulations=goal)
-            run_searches([tree], self.evaluator, should_stop=should_stop)
+            run_trees([tree], self.evaluator, should_stop=should_stop)
             if was_expanded and tree_visits(tree) == visits:
                 log.warning(
                     "search made no progress at %d simulations in %s", visits, tree.board.fen()
                 )
                 return
 
-    def _deep_enough(self, tree: GameTree, control: SearchControl) -> bool:
+    def _deep_enough(self, tree: SearchTree, control: SearchControl) -> bool:
         if control.depth is None:
             return False
         return main_line_depth(tree) >= control.depth
 
     def _report(
-        self, tree: GameTree, control: SearchControl, start_visits: int, temperature: float
+        self, tree: SearchTree, control: SearchControl, start_visits: int, temperature: float
     ) -> SearchReport:
         lines = root_lines(tree, self.mate_horizon)
         nodes = tree_visits(tree)
@@ -293,12 +304,10 @@ class NetPlayer:
         return lines[int(self._rng.choice(len(lines), p=weights / weights.sum()))].move
 
     def _policy_report(
-        self, tree: GameTree, moves: list[chess.Move], control: SearchControl
+        self, tree: SearchTree, moves: list[chess.Move], control: SearchControl
     ) -> SearchReport:
         """One network evaluation for a position whose game may be claimed drawn."""
-        board = tree.board
-        history = tree.history_snapshot() if self.evaluator.needs_planes else None
-        priors, value = self.evaluator.evaluate([Leaf(board.copy(stack=False), moves, history)])[0]
+        priors, value = self._evaluate_root(tree, moves)
         order = np.argsort(-np.asarray(priors), kind="stable")
         lines = [MoveLine(moves[i], 0, float(priors[i]), None, None, [moves[i]]) for i in order]
         return SearchReport(
@@ -310,6 +319,24 @@ class NetPlayer:
             root_value=float(value),
             note="a draw can be claimed here (repetition or 50-move rule): move from the policy alone",
         )
+
+
+    def _evaluate_root(self, tree: SearchTree, moves: list[chess.Move]) -> tuple[np.ndarray, float]:
+        """Priors over ``moves`` and the value of the game position, from one
+        evaluator call (``evaluate_batch`` on the native backend)."""
+        board = tree.board
+        if not self.config.uses_native(self.evaluator):
+            history = tree.history_snapshot() if self.evaluator.needs_planes else None
+            priors, value = self.evaluator.evaluate([Leaf(board.copy(stack=False), moves, history)])[0]
+            return np.asarray(priors, dtype=np.float64), float(value)
+        planes = encoding.encode_snapshots(tree.history_snapshot()[None], encoding.board_meta(board)[None])
+        indices = get_policy_map(policy_encoding(self.evaluator)).indices(board, moves).astype(np.int64)
+        logits, values = self.evaluator.evaluate_batch(  # type: ignore[attr-defined]
+            planes, np.zeros(len(moves), dtype=np.int64), indices
+        )
+        logits = np.asarray(logits, dtype=np.float64)
+        priors = np.exp(logits - logits.max())
+        return priors / priors.sum(), float(np.asarray(values)[0])
 
 
 def _extends(old: chess.Board, new: chess.Board) -> bool:

@@ -1,0 +1,349 @@
+"""Gumbel AlphaZero (``search.algorithm: gumbel``) in both backends.
+
+The schedule of sequential halving against mctx's, the two backends equal
+visit for visit for the same Gumbel draws (given per move), the budget spent
+exactly, Gumbel-top-k at the root, the improved policy as a distribution and
+as the self-play target, and known-answer positions where Gumbel at 2-16
+simulations finds the right move at least as often as PUCT.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import chess
+import numpy as np
+import pytest
+
+from models import _native
+from models.evaluation import EvalCache
+from models.native_search import (
+    HashEvaluator,
+    NativeCache,
+    NativeTree,
+    SelfPlayDriver,
+    run_native_searches,
+)
+from models.search import (
+    GameTree,
+    SearchConfig,
+    SearchError,
+    considered_visit,
+    run_searches,
+    select_move,
+)
+from tests.test_native_search import KIWIPETE, NEAR_MATE, _positions
+
+GUMBEL = SearchConfig(algorithm="gumbel", num_simulations=64, leaves_per_batch=1, cache_size=0)
+
+# Exactly one move takes the opponent's queen, on a square the opponent does
+# not attack, and there is no other capture (from random games; 20+ moves).
+FREE_QUEEN = [
+    ("r1bqkrn1/p1Q3p1/1pP1pp1n/8/3pK2p/N4P2/P1P1P1PP/2R2BNR b - - 1 20", "d8c7"),
+    ("rnk5/2pr1p2/pp4p1/N6p/2P1P3/PP4P1/2K1P1BP/q3R1NR w - - 1 22", "e1a1"),
+    ("r1b2kr1/n1p2pb1/p7/PpPqpP1p/RP2P3/2KP2PP/3B1p2/1N4N1 w - - 1 31", "e4d5"),
+    ("rnb1kbnr/1p2p1p1/p1pp3p/5p2/1PP2q2/2N4N/PQ1PP1PP/R1BK1B1R w kq - 0 10", "h3f4"),
+    ("rnb1kb2/ppQ4r/4p1pp/R7/2pP1Pn1/7P/1P2P3/N1BK1BNR b q - 2 26", "h7c7"),
+    ("rnbqkb1r/pQ1ppp1p/6pn/2p5/2p5/4P2P/PP1P1PPR/RNB1KBN1 b Qkq - 1 6", "c8b7"),
+    ("4kbnr/1ppbp2p/5p1r/p2p3p/1Q1P3P/8/PP1NKPPR/R1B2B2 b - - 0 20", "a5b4"),
+    ("rnbq1bnr/1pppkppp/pQ2p3/8/8/2P4P/PP1PPPP1/RNB1KBNR b KQ - 1 4", "c7b6"),
+    ("rnbqkbnr/Qp2pp1p/3p2p1/2p5/8/2PP4/PP2PPPP/RNB1KBNR b KQkq - 0 4", "a8a7"),
+    ("r1b1kbn1/Q2pp2r/n7/2p4p/2P1Pp1P/BP1P1P2/1P3P1R/RN2KB2 b Q - 0 19", "a8a7"),
+    ("r1b1qb2/Q1pkn1pr/3p4/n3pp1p/7N/N3P1P1/PPPP1PBP/1RBK3R b - - 6 15", "a8a7"),
+    ("2N1k1nr/3p3p/1qn4b/3r2p1/1Pp3P1/B7/P2PPP1P/RN2KB1R w - - 0 21", "c8b6"),
+]
+PIECE_VALUES = np.array([1, 3, 3, 5, 9, 0, -1, -3, -3, -5, -9, 0], dtype=np.float32)
+
+
+class MaterialEvaluator:
+    """Uniform policy; value tanh(material / 5) from the side to move."""
+
+    def evaluate_batch(self, planes, rows, indices):
+        counts = planes[:, :12].reshape(len(planes), 12, 64).sum(axis=2).astype(np.float32)
+        return np.zeros(len(rows), np.float32), np.tanh(counts @ PIECE_VALUES / 5.0).astype(
+            np.float32
+        )
+
+
+def mctx_sequence(considered: int, budget: int) -> list[int]:
+    """mctx's get_sequence_of_considered_visits, written out as the paper's
+    Algorithm 2 describes it (the whole sequence)."""
+    if considered <= 1:
+        return list(range(budget))
+    log2max = math.ceil(math.log2(considered))
+    sequence: list[int] = []
+    visits = [0] * considered
+    width = considered
+    while len(sequence) < budget:
+        extra = max(1, int(budget / (log2max * width)))
+        for _ in range(extra):
+            sequence.extend(visits[:width])
+            for i in range(width):
+                visits[i] += 1
+        width = max(2, width // 2)
+    return sequence[:budget]
+
+
+@pytest.mark.parametrize("considered", [1, 2, 3, 4, 5, 8, 16, 20])
+def test_schedule_is_mctx_sequential_halving(considered: int) -> None:
+    for budget in (1, 2, 3, 5, 8, 16, 32, 50, 100, 200, 800):
+        expected = mctx_sequence(considered, budget)
+        assert [considered_visit(considered, budget, k) for k in range(budget)] == expected
+        assert [_native.considered_visit(considered, budget, k) for k in range(budget)] == expected
+    assert _native.considered_visit(16, 10**9, 10**9 - 1) == considered_visit(16, 10**9, 10**9 - 1)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("algorithm", "alphazero"),
+        ("gumbel_considered", 0),
+        ("gumbel_considered", 2.5),
+        ("gumbel_scale", -1.0),
+        ("gumbel_c_visit", -5.0),
+        ("gumbel_c_scale", float("nan")),
+        ("solver", "yes"),
+    ],
+)
+def test_bad_gumbel_settings_name_the_key(key: str, value: object) -> None:
+    with pytest.raises(SearchError, match=f"search.{key}"):
+        SearchConfig(**{key: value})
+
+
+def _noise(board: chess.Board, seed: int) -> dict[chess.Move, float]:
+    moves = list(board.legal_moves)
+    return dict(zip(moves, np.random.default_rng(seed).gumbel(size=len(moves)).tolist()))
+
+
+def _assert_same_gumbel(python_tree: GameTree, native_tree: NativeTree, context: str) -> None:
+    expected, got = python_tree.result(), native_tree.result()
+    visits = {m.uci(): int(v) for m, v in zip(expected.moves, expected.visits)}
+    assert {m.uci(): int(v) for m, v in zip(got.moves, got.visits)} == visits, context
+    assert got.best_move == expected.best_move, context
+    assert got.root_value == pytest.approx(expected.root_value, abs=1e-12), context
+    policy = dict(zip([m.uci() for m in expected.moves], expected.improved_policy))
+    for move, p in zip(got.moves, got.improved_policy):
+        assert p == pytest.approx(policy[move.uci()], rel=1e-9, abs=1e-15), context
+
+
+GUMBEL_CONFIGS = [
+    pytest.param(dict(leaves_per_batch=1, cache_size=0), id="lpb1"),
+    pytest.param(
+        dict(leaves_per_batch=8, cache_size=10_000, gumbel_considered=4), id="lpb8-m4-cache"
+    ),
+    pytest.param(
+        dict(leaves_per_batch=4, cache_size=0, gumbel_scale=0.0, solver=False), id="lpb4-nosolver"
+    ),
+]
+
+
+@pytest.mark.parametrize("overrides", GUMBEL_CONFIGS)
+def test_same_visits_as_python_search(overrides: dict) -> None:
+    """Same given Gumbel noise: the same visits, halving winner and improved policy."""
+    config = dataclasses.replace(GUMBEL, num_simulations=96, **overrides)
+    evaluator = HashEvaluator(seed=3)
+    for index, board in enumerate(_positions()):
+        size = config.cache_size
+        python_tree = GameTree(
+            board.copy(), config, needs_planes=True, cache=EvalCache(size) if size else None
+        )
+        native_tree = NativeTree(board.copy(), config, cache=NativeCache(size) if size else None)
+        noise = _noise(board, index)
+        python_tree.start(gumbel=noise)
+        native_tree.start(gumbel=noise)
+        run_searches([python_tree], evaluator)
+        run_native_searches([native_tree], evaluator)
+        _assert_same_gumbel(python_tree, native_tree, f"{board.fen()} {overrides}")
+
+
+def test_same_visits_with_tree_reuse_and_each_search_runs_the_budget() -> None:
+    config = dataclasses.replace(GUMBEL, num_simulations=40, leaves_per_batch=2)
+    evaluator = HashEvaluator(seed=5)
+    for board in (chess.Board(), chess.Board(KIWIPETE), chess.Board(NEAR_MATE[1])):
+        python_tree = GameTree(board.copy(), config, needs_planes=True)
+        native_tree = NativeTree(board.copy(), config)
+        for step in range(3):
+            if python_tree._is_terminal_root():
+                break
+            kept = int(native_tree.result().visits.sum()) if step else 0
+            noise = _noise(python_tree.board, step)
+            python_tree.start(gumbel=noise)
+            native_tree.start(gumbel=noise)
+            run_searches([python_tree], evaluator)
+            run_native_searches([native_tree], evaluator)
+            _assert_same_gumbel(python_tree, native_tree, f"{python_tree.board.fen()} step {step}")
+            assert native_tree.simulations_done == python_tree.simulations_done == 40
+            assert int(native_tree.result().visits.sum()) == kept + 40
+            move = python_tree.result().best_move
+            python_tree.advance(move)
+            native_tree.advance(move)
+
+
+@pytest.mark.parametrize("considered", [1, 2, 4, 16])
+def test_sequential_halving_spends_exactly_the_budget_on_the_gumbel_top_k(considered: int) -> None:
+    board = chess.Board(KIWIPETE)
+    evaluator = HashEvaluator(seed=1)
+    for sims in (1, 2, 3, 5, 8, 16, 32, 100):
+        config = dataclasses.replace(GUMBEL, num_simulations=sims, gumbel_considered=considered)
+        tree = NativeTree(board.copy(), config)
+        noise = _noise(board, sims)
+        tree.start(gumbel=noise)
+        run_native_searches([tree], evaluator)
+        result = tree.result()
+        assert int(result.visits.sum()) == sims == tree.simulations_done
+        # The first round visits the top-m moves by g + log prior, and nothing else ever.
+        scores = {m: noise[m] + math.log(p) for m, p in zip(result.moves, result.priors)}
+        top = sorted(scores, key=scores.get, reverse=True)[: min(considered, len(scores))]
+        visited = {m for m, v in zip(result.moves, result.visits) if v > 0}
+        assert visited == set(top[: min(sims, len(top))]), sims
+        assert result.visits[result.moves.index(result.best_move)] == result.visits.max()
+
+
+def test_improved_policy_is_a_distribution_and_the_training_target() -> None:
+    evaluator = HashEvaluator(seed=2)
+    for board in (chess.Board(), chess.Board(KIWIPETE), chess.Board(NEAR_MATE[0])):
+        python_tree = GameTree(board.copy(), GUMBEL, needs_planes=True)
+        native_tree = NativeTree(board.copy(), GUMBEL)
+        for tree, run in ((python_tree, run_searches), (native_tree, run_native_searches)):
+            tree.start(add_noise=True)
+            run([tree], evaluator)
+            result = tree.result()
+            policy = result.improved_policy
+            assert policy is not None and policy.shape == (len(result.moves),)
+            assert np.all(policy > 0) and policy.sum() == pytest.approx(1.0, abs=1e-12)
+            assert result.policy is policy
+            # pi' = softmax(log prior + sigma(completed Q)): pi' / prior grows with Q
+            # over the visited moves, and is the same for every unvisited move.
+            ratio = policy / result.priors
+            visited = np.flatnonzero(result.visits > 0)
+            unvisited = np.flatnonzero(result.visits == 0)
+            if board.fen() == NEAR_MATE[0]:  # the solver sends every simulation to the mate
+                assert result.best_move.uci() == "d1d8" and len(visited) == 1
+                continue
+            assert len(visited) >= 2 and len(unvisited) >= 2
+            np.testing.assert_allclose(ratio[unvisited], ratio[unvisited[0]], rtol=1e-9)
+            by_q = visited[np.argsort(result.q_values[visited], kind="stable")]
+            assert np.all(np.diff(ratio[by_q]) >= -1e-12)
+            for ply in (0, 100):  # no temperature: the halving winner is played
+                assert (
+                    select_move(result, ply, GUMBEL, np.random.default_rng(0)) == result.best_move
+                )
+    puct = NativeTree(chess.Board(), dataclasses.replace(GUMBEL, algorithm="puct"))
+    puct.start()
+    run_native_searches([puct], evaluator)
+    assert puct.result().improved_policy is None
+
+
+def test_gumbel_noise_is_seeded_and_a_given_noise_must_cover_every_move() -> None:
+    evaluator = HashEvaluator()
+    results = []
+    for seed in (1, 1, 2):
+        tree = NativeTree(chess.Board(), GUMBEL, seed=seed)
+        tree.start(add_noise=True)
+        run_native_searches([tree], evaluator)
+        results.append(tree.result().visits)
+    assert np.array_equal(results[0], results[1]) and not np.array_equal(results[0], results[2])
+    partial = dict(list(_noise(chess.Board(), 0).items())[1:])
+    for tree in (
+        GameTree(chess.Board(), GUMBEL, needs_planes=True),
+        NativeTree(chess.Board(), GUMBEL),
+    ):
+        with pytest.raises(SearchError, match="gumbel noise has no finite value for [a-h][1-8]"):
+            tree.start(gumbel=partial)
+
+
+def test_gumbel_self_play_records_the_improved_policy() -> None:
+    search = dataclasses.replace(GUMBEL, num_simulations=16, leaves_per_batch=4, cache_size=2000)
+    options = dict(
+        games=4,
+        games_in_flight=4,
+        seed=1,
+        random_plies=2,
+        max_plies=30,
+        full_search_prob=0.5,
+        fast_simulations=4,
+    )
+    games = SelfPlayDriver(search, threads=1, **options).play(HashEvaluator())
+    again = SelfPlayDriver(search, threads=2, **options).play(HashEvaluator())
+    assert [g.moves for g in again] == [g.moves for g in games]
+    for game in games:
+        board = chess.Board(game.start_fen)
+        for ply, uci in enumerate(game.moves):
+            span = slice(game.policy_offsets[ply], game.policy_offsets[ply + 1])
+            probs = game.policy_probs[span]
+            assert len(probs) == board.legal_moves.count()  # every legal move is listed
+            assert probs.dtype == np.float32 and probs.sum() == pytest.approx(1.0, abs=1e-5)
+            visits = game.policy_visits[span]
+            assert visits.sum() >= (16 if game.full_search[ply] else 4)
+            board.push_uci(uci)
+
+
+@pytest.mark.parametrize("sims", [2, 4, 8, 16])
+def test_gumbel_finds_the_free_queen_at_least_as_often_as_puct(sims: int) -> None:
+    """Uniform policy, material value: the one move that wins the queen.
+    PUCT (no noise) keeps deepening its first moves; Gumbel spreads the
+    budget over the sampled moves and keeps the best."""
+    evaluator = MaterialEvaluator()
+    found = {}
+    for algorithm, noise, seeds in (("puct", False, 1), ("puct", True, 4), ("gumbel", True, 4)):
+        config = SearchConfig(
+            num_simulations=sims,
+            algorithm=algorithm,
+            solver=False,
+            leaves_per_batch=1,
+            cache_size=0,
+        )
+        trees = []
+        for seed in range(seeds):
+            for index, (fen, _) in enumerate(FREE_QUEEN):
+                tree = NativeTree(chess.Board(fen), config, seed=100 * seed + index)
+                tree.start(add_noise=noise)
+                trees.append(tree)
+        run_native_searches(trees, evaluator)
+        answers = [answer for _ in range(seeds) for _, answer in FREE_QUEEN]
+        found[(algorithm, noise)] = np.mean(
+            [t.result().best_move.uci() == a for t, a in zip(trees, answers)]
+        )
+    assert found[("gumbel", True)] >= max(found[("puct", False)], found[("puct", True)])
+    if sims >= 8:
+        assert found[("gumbel", True)] >= 0.25 > found[("puct", False)]
+
+
+def test_uci_lines_lead_with_the_halving_winner() -> None:
+    """Sequential halving ends with moves of equal visits: the UCI engine's
+    first line (its bestmove) must be the winner, not the higher prior."""
+    from pipeline.uci.analysis import root_lines
+
+    evaluator = HashEvaluator(seed=4)
+    config = dataclasses.replace(GUMBEL, num_simulations=24)
+    ties = 0
+    for index, board in enumerate(_positions()[:12]):
+        for tree, run in (
+            (GameTree(board.copy(), config, needs_planes=True), run_searches),
+            (NativeTree(board.copy(), config), run_native_searches),
+        ):
+            tree.start(gumbel=_noise(board, index))
+            run([tree], evaluator)
+            result = tree.result()
+            assert root_lines(tree)[0].move == result.best_move
+            ties += int(np.sum(result.visits == result.visits.max())) > 1
+    assert ties > 0
+
+
+def test_no_dirichlet_noise_with_gumbel() -> None:
+    """add_noise draws Gumbel noise only: the priors stay the network's."""
+    evaluator = HashEvaluator(seed=6)
+    priors = []
+    for noise in (False, True):
+        for tree, run in (
+            (GameTree(chess.Board(KIWIPETE), GUMBEL, needs_planes=True), run_searches),
+            (NativeTree(chess.Board(KIWIPETE), GUMBEL), run_native_searches),
+        ):
+            tree.start(add_noise=noise)
+            run([tree], evaluator)
+            result = tree.result()
+            priors.append(dict(zip([m.uci() for m in result.moves], result.priors)))
+    for other in priors[1:]:
+        assert other.keys() == priors[0].keys()
+        assert all(other[m] == pytest.approx(priors[0][m], rel=1e-12) for m in other)

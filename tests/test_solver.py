@@ -1,0 +1,255 @@
+"""The MCTS-solver (``search.solver``) in both backends.
+
+Checkmates and draws found by the search are proven and propagate up the
+tree: a position is won when a move leads to a proven loss of the opponent
+(a mating move is seen when its node is expanded), lost when every move
+leads to a proven win of the opponent, drawn when every move is proven and
+the best is a draw.  The search then plays proven wins, never chooses a
+proven loss when another move exists, and the UCI analysis reports
+``score mate N`` from the proof.  With a uniform evaluator (no knowledge)
+it finds mates in 2 and 3 within 800 simulations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import chess
+import numpy as np
+import pytest
+
+from models.evaluation import UniformEvaluator
+from models.native_search import NativeTree, SelfPlayDriver, run_native_searches
+from models.search import GameTree, SearchConfig, run_searches, select_move
+from pipeline.uci.analysis import root_lines
+
+# Mates found by brute force with python-chess (no shorter mate exists).
+MATE_IN_2 = [
+    "8/8/8/8/1R6/7k/8/5K2 w - - 0 1",
+    "7k/8/8/R5K1/8/8/8/8 w - - 0 1",
+    "8/8/8/8/8/8/k1K5/3R4 w - - 0 1",
+    "8/8/8/7R/8/K7/8/1k6 w - - 0 1",
+    "8/8/8/8/Q1K5/8/8/1k6 w - - 0 1",
+    "8/8/8/8/8/3QK3/7k/8 w - - 0 1",
+    "8/8/5K2/8/7k/2Q5/8/8 w - - 0 1",
+    "8/8/8/8/K7/8/6Q1/1k6 w - - 0 1",
+]
+MATE_IN_3 = [
+    "k1K1R3/8/8/8/8/8/8/8 w - - 0 1",
+    "8/8/8/8/8/8/8/1R3K1k w - - 0 1",
+]
+
+SOLVER = SearchConfig(num_simulations=800, leaves_per_batch=1, cache_size=10_000)
+
+
+def _mates_within(board: chess.Board, moves: int) -> bool:
+    """The side to move mates in at most ``moves`` moves (brute force)."""
+    for move in list(board.legal_moves):
+        board.push(move)
+        try:
+            if board.is_checkmate():
+                return True
+            if (
+                moves > 1
+                and board.outcome() is None
+                and all(
+                    _after(board, reply, lambda b: _mates_within(b, moves - 1))
+                    for reply in list(board.legal_moves)
+                )
+            ):
+                return True
+        finally:
+            board.pop()
+    return False
+
+
+def _after(board: chess.Board, move: chess.Move, check) -> bool:
+    board.push(move)
+    try:
+        return check(board)
+    finally:
+        board.pop()
+
+
+def _search(board: chess.Board, config: SearchConfig, backend: str, sims: int | None = None):
+    evaluator = UniformEvaluator()
+    if backend == "native":
+        tree = NativeTree(board.copy(), config)
+        tree.start(sims)
+        run_native_searches([tree], evaluator)
+    else:
+        tree = GameTree(board.copy(), config)
+        tree.start(sims)
+        run_searches([tree], evaluator)
+    return tree
+
+
+BACKENDS = ["native", "python"]
+ALGORITHMS = ["puct", "gumbel"]
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(
+    ("mate", "fens"), [(2, MATE_IN_2), (3, MATE_IN_3)], ids=["mate-in-2", "mate-in-3"]
+)
+def test_uniform_search_proves_mates_in_2_and_3(
+    mate: int, fens: list[str], backend: str, algorithm: str
+) -> None:
+    config = dataclasses.replace(SOLVER, algorithm=algorithm)
+    for fen in fens:
+        board = chess.Board(fen)
+        tree = _search(board, config, backend)
+        result = tree.result()
+        index = result.moves.index(result.best_move)
+        assert result.proof is not None and result.proof[index] == 1, (fen, result.best_move)
+        assert result.proof_plies[index] == 2 * mate - 1, fen
+        assert tree.root.proof == 1 and tree.root.proof_plies == 2 * mate - 1
+        # The proven move really mates that fast, and the UCI line says so.
+        assert _after(
+            board,
+            result.best_move,
+            lambda b: (
+                b.is_checkmate()
+                or all(
+                    _after(b, reply, lambda c: _mates_within(c, mate - 1))
+                    for reply in list(b.legal_moves)
+                )
+            ),
+        )
+        assert root_lines(tree)[0].move == result.best_move and root_lines(tree)[0].mate == mate
+        assert select_move(result, 0, config, np.random.default_rng(0)) == result.best_move
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_without_the_solver_uniform_puct_misses_them(backend: str) -> None:
+    """The same budget without the solver: proofs only from the tree walk, far fewer."""
+    config = dataclasses.replace(SOLVER, solver=False)
+    proven = 0
+    for fen in MATE_IN_2:
+        tree = _search(chess.Board(fen), config, backend)
+        assert tree.result().proof is None and tree.root.proof is None
+        line = root_lines(tree)[0]
+        proven += line.mate == 2
+    assert proven <= len(MATE_IN_2) // 2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_mate_in_one_is_seen_at_expansion_with_one_simulation(backend: str) -> None:
+    board = chess.Board("6k1/5ppp/8/8/8/8/5PPP/3R2K1 w - - 0 1")  # Rd8#
+    tree = _search(board, SOLVER, backend, sims=1)
+    result = tree.result()
+    assert result.best_move.uci() == "d1d8"
+    index = result.moves.index(result.best_move)
+    assert (result.proof[index], result.proof_plies[index], result.visits[index]) == (1, 1, 1)
+    assert tree.root.proof == 1 and tree.root.proof_plies == 1
+    assert root_lines(tree)[0].mate == 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_lost_root_is_proven_and_reported_as_mated(backend: str) -> None:
+    board = chess.Board("k7/8/1K6/8/8/8/8/7R b - - 0 1")  # Kb8 (forced), Rh8#
+    tree = _search(board, SOLVER, backend, sims=50)
+    result = tree.result()
+    assert [m.uci() for m in result.moves] == ["a8b8"]
+    assert (result.proof[0], result.proof_plies[0]) == (-1, 2)
+    assert tree.root.proof == -1 and tree.root.proof_plies == 2
+    assert root_lines(tree)[0].mate == -1
+    assert int(result.visits.sum()) == 50  # proven nodes still spend the budget (exact values)
+    assert result.root_value < -0.9
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_proven_losses_are_avoided_and_get_no_more_visits(backend: str) -> None:
+    """Black can take a rook with the king into a mate, or stay alive."""
+    board = chess.Board("6k1/5ppp/8/8/8/8/5PPP/R2R2K1 b - - 0 1")
+    tree = _search(board, SOLVER, backend, sims=200)
+    result = tree.result()
+    assert result.best_move not in [m for m, p in zip(result.moves, result.proof) if p == -1]
+    lost = [i for i, p in enumerate(result.proof) if p == -1]
+    before = result.visits.copy()
+    tree.start(600)
+    (run_native_searches if backend == "native" else run_searches)([tree], UniformEvaluator())
+    after = tree.result()
+    assert int(after.visits.sum()) == 600
+    for i in lost:
+        assert after.visits[i] == before[i]
+        assert after.proof[i] == -1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_stalemates_and_drawn_roots_are_proven_draws(backend: str) -> None:
+    board = chess.Board("k7/8/8/8/8/8/6q1/7K w - - 0 1")  # Kxg2 is forced: bare kings
+    tree = _search(board, SOLVER, backend, sims=20)
+    result = tree.result()
+    assert [m.uci() for m in result.moves] == ["h1g2"]
+    assert (result.proof[0], tree.root.proof, result.root_value) == (0, 0, 0.0)
+    assert root_lines(tree)[0].mate is None
+    # Queen moves that stalemate are proven draws, the mates proven wins.
+    board = chess.Board("k7/2Q5/1K6/8/8/8/8/8 w - - 0 1")
+    tree = _search(board, SOLVER, backend, sims=400)
+    result = tree.result()
+    for move, proof in zip(result.moves, result.proof):
+        board.push(move)
+        if board.is_checkmate():
+            assert proof == 1
+        elif board.is_stalemate() and not np.isnan(proof):
+            assert proof == 0
+        board.pop()
+    assert board.is_legal(result.best_move)
+    assert _after(board, result.best_move, lambda b: b.is_checkmate())
+
+
+def test_self_play_plays_the_proven_wins() -> None:
+    """From mates in 2, white mates at its second move in every game, even
+    while the temperature samples the other moves."""
+    search = SearchConfig(
+        num_simulations=800, leaves_per_batch=4, cache_size=5000, temperature_plies=10
+    )
+    driver = SelfPlayDriver(
+        search,
+        games=6,
+        games_in_flight=6,
+        seed=0,
+        start_fens=MATE_IN_2,
+        full_search_prob=0.0,
+        fast_simulations=800,
+        max_plies=10,
+    )
+    games = driver.play(UniformEvaluator())
+    for game in games:
+        assert (game.termination, game.result, len(game.moves)) == ("checkmate", "1-0", 3), (
+            game.moves
+        )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_uci_mate_distance_comes_from_the_proof(backend: str) -> None:
+    """A walk limited to 2 plies cannot see a mate in 2 (3 plies); the proof does."""
+    board = chess.Board(MATE_IN_2[1])
+    with_solver = _search(board, SOLVER, backend)
+    assert root_lines(with_solver, horizon=2)[0].mate == 2
+    without = _search(board, dataclasses.replace(SOLVER, solver=False), backend)
+    assert root_lines(without, horizon=2)[0].mate is None
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_uci_engine_reports_the_proven_mate(backend: str) -> None:
+    """End to end: ``go nodes 800`` on a mate in 3 prints ``score mate 3``
+    and plays the proven key move."""
+    from tests.test_uci_engine import Session, final_infos
+
+    session = Session(backend=backend, leaves_per_batch=1)
+    try:
+        best, output = session.go(f"position fen {MATE_IN_3[0]}", "go nodes 800")
+    finally:
+        session.engine.handle("quit")
+    first = final_infos(output)[0]
+    assert first["score"] == "mate 3"
+    assert first["pv"].split()[0] == best.uci()
+    board = chess.Board(MATE_IN_3[0])
+    assert _after(
+        board,
+        best,
+        lambda b: all(_after(b, reply, lambda c: _mates_within(c, 2)) for reply in list(b.legal_moves)),
+    )

@@ -44,7 +44,8 @@ from pipeline.atomic import atomic_write
 from pipeline.checkpoint import load_net, load_weights, save_net
 from pipeline.config import Config, flatten
 from pipeline.shards import ShardError, quarantine_shard, read_shard, shard_exists, shard_name
-from pipeline.status import RunStatus, StatusBoard, TrainingStatus
+from pipeline.status import RunStatus, StatusBoard, TrainingStatus, elo_text
+from pipeline.training.tracking import EXPERIMENT_KIND_TAG, TRAINING_KIND, mark_training_experiment
 
 log = logging.getLogger(__name__)
 
@@ -98,9 +99,11 @@ class Tracker:
             experiment.experiment_id
             if experiment is not None
             else self.client.create_experiment(
-                config.train.experiment, artifact_location=(out / "mlartifacts").resolve().as_uri()
+                config.train.experiment, artifact_location=(out / "mlartifacts").resolve().as_uri(),
+                tags={EXPERIMENT_KIND_TAG: TRAINING_KIND},
             )
         )
+        mark_training_experiment(self.client, self.experiment_id)
         self.model_name = config.run.model_name
         info_path = out / PARENT_RUN_FILE
         if info_path.exists():
@@ -150,8 +153,25 @@ class Tracker:
         self.client.set_registered_model_alias(self.model_name, "champion", version.version)
         return str(version.version)
 
-    def finish(self, run_id: str) -> None:
-        self.client.set_terminated(run_id, "FINISHED")
+    def finish(self, run_id: str, status: str = "FINISHED") -> None:
+        self.client.set_terminated(run_id, status)
+
+    def fail_open_runs(self, status: str = "FAILED") -> None:
+        """End the parent run and its generation runs still RUNNING (after an
+        error or an interrupt: a rerun resumes and marks them RUNNING again)."""
+        from mlflow.entities import ViewType
+
+        try:
+            running = self.client.search_runs([self.experiment_id], "attributes.status = 'RUNNING'",
+                                              run_view_type=ViewType.ACTIVE_ONLY, max_results=1000)  # fmt: skip
+            ours = {self.parent_id}  # the parent, its generations and their training runs
+            for _ in range(3):
+                ours |= {run.info.run_id for run in running if run.data.tags.get("mlflow.parentRunId") in ours}
+            for run in running:
+                if run.info.run_id in ours:
+                    self.client.set_terminated(run.info.run_id, status)
+        except Exception as error:  # noqa: BLE001 - the original error matters more
+            log.warning("could not end the MLflow runs of %s: %s", self.parent_id, error)
 
 
 def run_pipeline(
@@ -166,9 +186,9 @@ def run_pipeline(
 
     ``init_net`` (e.g. a supervised ``zerochess pretrain`` export) replaces the
     random generation-0 network; it must have ``config.net``'s architecture.
-    ``board`` (a :class:`pipeline.status.StatusBoard`) gets the live figures."""
-    from pipeline.training.trainer import train
-
+    ``board`` (a :class:`pipeline.status.StatusBoard`) gets the live figures.
+    On an error or an interrupt the MLflow runs it opened are ended (FAILED,
+    KILLED), so none stays RUNNING."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     board = board or StatusBoard(RunStatus(str(out), config.run.generations), live=False)
@@ -179,8 +199,29 @@ def run_pipeline(
         emit(text)
 
     ledger = Ledger(out / "ledger.jsonl")
-    games = Ledger(out / GAMES_FILE)
+    if init_net is not None and ledger.find(0, "init") is None:
+        load_weights(AlphaZeroNet(config.net), init_net)  # before MLflow records a run
     tracker = Tracker(config, out)
+    try:
+        return _generations(config, out, ledger, tracker, init_net, board, say)
+    except BaseException as error:
+        tracker.fail_open_runs("KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED")
+        raise
+
+
+def _generations(
+    config: Config,
+    out: Path,
+    ledger: Ledger,
+    tracker: Tracker,
+    init_net: str | None,
+    board: StatusBoard,
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """The generations of :func:`run_pipeline` still to run (MLflow runs open)."""
+    from pipeline.training.trainer import train
+
+    games = Ledger(out / GAMES_FILE)
     best = _initial_best(config, out, ledger, tracker, init_net)
     board.update(best=best, mlflow=tracker.uri, max_steps=config.train.max_steps)
     shards = config.run.shards or str(out / "shards")
@@ -398,10 +439,13 @@ def _gate_progress(board: StatusBoard) -> Callable[[str, Any], None]:
 
 
 def _show_gate(board: StatusBoard, gated: dict[str, Any], metrics: dict[str, float], best: str) -> None:
-    ladder = {level.get("level", f"level {i}"): level["elo"]
-              for i, level in enumerate(gated.get("ladder", [])) if level.get("elo") is not None}  # fmt: skip
+    levels = [(level.get("level", f"level {i}"), level) for i, level in enumerate(gated.get("ladder", []))]
+    ladder = {name: level["elo"] for name, level in levels if level.get("elo") is not None}
+    scores = {name: (level["score"], level["games"]) for name, level in levels
+              if level.get("score") is not None and level.get("games")}  # fmt: skip
     verdict = f"generation {gated['generation']}: {'PROMOTED' if gated['promote'] else 'rejected'} ({gated.get('reason', '')})"
-    board.update(gate_verdict=verdict, elo_vs_best=metrics.get("gate/elo_vs_best"), ladder_elo=ladder, best=best)
+    board.update(gate_verdict=verdict, elo_vs_best=metrics.get("gate/elo_vs_best"), ladder_elo=ladder,
+                 ladder_scores=scores, best=best)  # fmt: skip
 
 
 def _initial_best(config: Config, out: Path, ledger: Ledger, tracker: Tracker, init_net: str | None) -> str:
@@ -434,10 +478,12 @@ def _gate_metrics(gated: dict[str, Any]) -> dict[str, float]:
     if head and head[0].get("elo") is not None:
         metrics["gate/elo_vs_best"] = head[0]["elo"]
         metrics["gate/score_vs_best"] = head[0]["score"]
+        metrics["gate/games_vs_best"] = float(head[0].get("games", 0))
     for index, level in enumerate(gated.get("ladder", [])):
         if level.get("elo") is not None:
             metrics[f"ladder/{index}/elo"] = level["elo"]
             metrics[f"ladder/{index}/score"] = level["score"]
+            metrics[f"ladder/{index}/games"] = float(level.get("games", 0))
     return metrics
 
 
@@ -451,37 +497,79 @@ def _status_line(summary: dict[str, Any]) -> str:
     gate = summary["gate"]
     train = summary["train"]
     selfplay = summary["selfplay"]
-    ladder = " ".join(f"SF{key.split('/')[1]} {value:+.0f}" for key, value in gate.items() if key.endswith("/elo"))
+    ladder = ", ".join(
+        f"SF{key.split('/')[1]} "
+        + elo_text(value, gate.get(key.replace("/elo", "/score")), int(gate.get(key.replace("/elo", "/games"), 0)))
+        for key, value in gate.items() if key.endswith("/elo")
+    )  # fmt: skip
     return (
         f"generation {summary['generation']}: {selfplay.get('games', 0):.0f} games "
         f"({selfplay.get('positions_per_s', 0):.0f} pos/s), loss {train.get('loss/total', float('nan')):.3f} "
         f"(policy {train.get('loss/policy', float('nan')):.3f}, value {train.get('loss/value', float('nan')):.3f}), "
         f"gate: {'PROMOTED' if gate['gate/promoted'] else 'rejected'}"
-        + (f", vs best {gate['gate/elo_vs_best']:+.0f} Elo" if "gate/elo_vs_best" in gate else "")
+        + (f", vs best {_vs_best_text(gate)} Elo" if "gate/elo_vs_best" in gate else "")
         + (f", ladder {ladder}" if ladder else "")
     )
 
 
+def _vs_best_text(gate: dict[str, float]) -> str:
+    """The gate's Elo against the best net (a bound when the score is 0 or 1)."""
+    return elo_text(gate["gate/elo_vs_best"], gate.get("gate/score_vs_best"), int(gate.get("gate/games_vs_best", 0)))
+
+
 def _plot(out: Path, history: list[dict[str, Any]], tracker: Tracker) -> None:
-    """Elo over generations (vs best and vs each ladder level) as a PNG artifact."""
+    """Elo over generations as ``elo.png``, logged to the parent run."""
     if not history:
         return
+    import matplotlib.pyplot as plt
+
+    figure = elo_figure(history)
+    path = out / "elo.png"
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    tracker.client.log_artifact(tracker.parent_id, str(path))
+
+
+def elo_figure(history: list[dict[str, Any]]) -> Any:
+    """The Elo curves (vs best and vs each ladder level) of ``history``'s
+    generations, whole generations on the x axis.
+
+    A generation whose score was 0 (or 1) has no finite Elo: its point is the
+    clamp's bound (``pipeline.stats``), drawn as an open triangle pointing
+    down (up) rather than as a measured value."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     figure, axis = plt.subplots(figsize=(6, 4))
     generations = [entry["generation"] for entry in history]
     keys = sorted({key for entry in history for key in entry["gate"] if key.endswith("elo") or "elo_vs" in key})
+    bounds = False
     for key in keys:
-        axis.plot(generations, [entry["gate"].get(key, float("nan")) for entry in history], marker="o", label=key)
+        elos = [entry["gate"].get(key, float("nan")) for entry in history]
+        scores = [entry["gate"].get(_score_key(key)) for entry in history]
+        (line,) = axis.plot(generations, elos, label=key)
+        measured = [(g, e) for g, e, sc in zip(generations, elos, scores) if sc is None or 0.0 < sc < 1.0]
+        if measured:
+            axis.plot(*zip(*measured), "o", color=line.get_color())
+        for bound, marker in ((0.0, "v"), (1.0, "^")):
+            clamped = [(g, e) for g, e, sc in zip(generations, elos, scores) if sc == bound]
+            if clamped:
+                bounds = True
+                axis.plot(*zip(*clamped), marker, color=line.get_color(), markerfacecolor="none", markersize=9)
+    if bounds:
+        axis.plot([], [], "v", color="grey", markerfacecolor="none", label="bound (score 0: Elo below; 1: above)")
+    axis.xaxis.set_major_locator(MaxNLocator(integer=True))
     axis.set_xlabel("generation")
     axis.set_ylabel("Elo (candidate's view)")
     axis.legend(fontsize="small")
     axis.grid(alpha=0.3)
     figure.tight_layout()
-    path = out / "elo.png"
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
-    tracker.client.log_artifact(tracker.parent_id, str(path))
+    return figure
+
+
+def _score_key(elo_key: str) -> str:
+    """The score metric beside an Elo metric (``ladder/0/elo`` -> ``ladder/0/score``)."""
+    return "gate/score_vs_best" if elo_key == "gate/elo_vs_best" else elo_key.replace("/elo", "/score")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -29,7 +30,10 @@ from models.net import AlphaZeroNet, net_from_state, net_state, pick_device
 from models.net_evaluator import NetEvaluator
 from models.policy import get_policy_map
 from pipeline.config import Config, from_dict, to_dict
-from pipeline.selfplay import SelfPlayWorker, game_positions, load_start_positions
+from pipeline.quiet import native_stderr_muted
+from pipeline.adjudication import check_adjudication
+from pipeline.curriculum import start_fens_for
+from pipeline.selfplay import SelfPlayWorker, game_positions
 from pipeline.shards import records_to_table, shard_exists, write_shard
 
 log = logging.getLogger(__name__)
@@ -38,8 +42,16 @@ TASKS_IN_FLIGHT_PER_ACTOR = 2
 
 
 def init_ray(address: str | None = None, num_cpus: int | None = None) -> None:
-    """Start or join Ray once.  ``RAY_AUTH_MODE`` defaults to ``disabled`` for a
-    local cluster (set it to ``token`` on a cluster that uses tokens).
+    """Start or join Ray once, with Ray's token authentication on.
+
+    ``RAY_AUTH_MODE`` defaults to ``token``: a local instance then admits only
+    clients holding the token of ``~/.ray/auth_token`` (Ray generates the file
+    on the first start; ``ray get-auth-token --generate`` makes it for a
+    cluster, whose configs copy it to every node), because Ray's GCS, raylet
+    and workers listen on every interface of the machine, not only on
+    127.0.0.1.  The same token serves this CLI, ``ray submit`` and the
+    cluster.  Set ``RAY_AUTH_MODE=disabled`` only to join an old cluster that
+    runs without tokens.
 
     With no ``address`` (and no ``RAY_ADDRESS`` in the environment) a new local
     instance is started: a cluster that ``ray start`` left on this machine is
@@ -52,12 +64,69 @@ def init_ray(address: str | None = None, num_cpus: int | None = None) -> None:
     driver by a minute or two (they keep retrying the dead GCS)."""
     if ray.is_initialized():
         return
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    use_auth_mode()
+    # The first error of a task ends the command; the others are not printed again.
+    os.environ.setdefault("RAY_IGNORE_UNHANDLED_ERRORS", "1")
     if address is None and not os.environ.get("RAY_ADDRESS"):
         address = "local"
     if address == "local" and sys.platform.startswith("linux"):
         _start_reaper()
-    ray.init(address=address, num_cpus=num_cpus, log_to_driver=False, include_dashboard=False)
+    _check_reachable(address or os.environ.get("RAY_ADDRESS", ""))
+    try:
+        ray.init(address=address, num_cpus=num_cpus, log_to_driver=False, include_dashboard=False)
+        protect_token()  # Ray writes it on the first start, readable by every local user
+    except ConnectionError as error:
+        raise RayUnreachableError(
+            f"cannot join the Ray cluster at {address!r} (--ray-address / RAY_ADDRESS): "
+            f"{str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__}"
+        ) from error
+
+
+def use_auth_mode(default: str = "token") -> str:
+    """Set ``RAY_AUTH_MODE`` (unless set already) and make this process obey it.
+
+    Ray reads the mode into its cached config when it is imported; a mode set
+    afterwards reaches the processes a local instance starts (through the
+    environment) but not this driver, which then cannot talk to its own GCS
+    ("Authentication token is missing").  Ray refreshes the cache the same
+    way when it turns token mode on by itself.  Returns the mode."""
+    os.environ.setdefault("RAY_AUTH_MODE", default)
+    from ray._raylet import Config
+
+    Config.initialize("")
+    return os.environ["RAY_AUTH_MODE"]
+
+
+TOKEN_FILE = Path.home() / ".ray" / "auth_token"
+
+
+def protect_token(path: Path = TOKEN_FILE) -> None:
+    """Make the Ray token file readable by its owner only (Ray creates it
+    with the umask's mode, usually 0644: any local user could join)."""
+    try:
+        if path.exists() and path.stat().st_mode & 0o077:
+            path.chmod(0o600)
+    except OSError as error:
+        log.warning("cannot restrict %s to its owner: %s", path, error)
+
+
+class RayUnreachableError(ValueError):
+    """The Ray cluster asked for cannot be reached (or refused this client)."""
+
+
+def _check_reachable(address: str, timeout_s: float = 3.0) -> None:
+    """Fail at once, naming ``address``, when a ``HOST:PORT`` cluster address
+    does not accept connections (``ray.init`` would retry for a minute)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "://" in address:
+        return
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s).close()
+    except OSError as error:
+        raise RayUnreachableError(
+            f"cannot reach the Ray cluster at {address!r} (--ray-address / RAY_ADDRESS): "
+            f"{error.strerror or error}"
+        ) from error
 
 
 OWNER_ENV = "ZEROCHESS_RAY_OWNER"
@@ -167,7 +236,7 @@ class SelfPlayActor:
             net = AlphaZeroNet(self.config.net).to(device)
         else:
             net = net_from_state(weights, device=device)
-        start_fens = load_start_positions(selfplay.start_positions) if selfplay.start_positions else None
+        start_fens = start_fens_for(selfplay, generation)  # selfplay.start_positions, or the curriculum's
         self.worker = SelfPlayWorker(NetEvaluator(net), self.config.search, selfplay, start_fens)
         self.policy_map = get_policy_map(net.config.policy_encoding)
         self.out = out
@@ -190,7 +259,7 @@ class SelfPlayActor:
             "path": path,
             "game_ids": [record.game_id for record in records],
             "seconds": time.perf_counter() - started,
-            "plies": sum(len(record.plies) for record in records),
+            "plies": sum(record.num_plies for record in records),
             **stats,
         }
 
@@ -243,8 +312,8 @@ def run_selfplay(
     selfplay = config.selfplay
     if games < 1:
         raise ValueError(f"games must be >= 1, got {games}")
-    if selfplay.start_positions:
-        load_start_positions(selfplay.start_positions)  # fail on the driver, not in every actor
+    start_fens_for(selfplay, generation)  # fail on the driver, not in every actor
+    check_adjudication(selfplay)
     todo: list[tuple[str, int, int]] = []
     report = SelfPlayReport()
     for index, (task, size) in enumerate(plan_tasks(games, selfplay.games_per_task, generation)):
@@ -261,10 +330,12 @@ def run_selfplay(
         max_restarts=selfplay.max_restarts,
         max_task_retries=selfplay.max_task_retries,
     )(SelfPlayActor)
-    actors = [
-        actor_class.remote(to_dict(config), weights_ref, out, generation, crash_marker)
-        for _ in range(min(selfplay.workers, len(todo)))
-    ]
+    # Ray's C++ core warns that restarted actors need weights_ref: it lives as long as they do.
+    with native_stderr_muted(enabled=not log.isEnabledFor(logging.DEBUG)):
+        actors = [
+            actor_class.remote(to_dict(config), weights_ref, out, generation, crash_marker)
+            for _ in range(min(selfplay.workers, len(todo)))
+        ]
     started = time.perf_counter()
     try:
         _drain(actors, todo, report, on_task)

@@ -77,6 +77,10 @@ def _read_state(path: PathLike) -> Any:
         handle = open(path, "rb")  # noqa: SIM115 - closed below
     except FileNotFoundError as exc:
         raise CheckpointNotFoundError(f"checkpoint file not found: {os.fspath(path)}") from exc
+    except IsADirectoryError as exc:
+        raise CheckpointError(f"{os.fspath(path)}: is a folder, not a checkpoint file{_folder_hint(path)}") from exc
+    except OSError as exc:
+        raise CheckpointError(f"{os.fspath(path)}: cannot read the checkpoint ({exc.strerror or exc})") from exc
     with handle:
         try:
             return torch.load(handle, map_location="cpu", weights_only=True)
@@ -85,6 +89,19 @@ def _read_state(path: PathLike) -> Any:
                 f"{os.fspath(path)}: not a zerochess checkpoint (unreadable torch file: "
                 f"{type(exc).__name__}: {_describe_load_failure(exc)})"
             ) from exc
+
+
+def _folder_hint(folder: PathLike) -> str:
+    """A checkpoint inside ``folder`` worth suggesting: a run's best network
+    (``best.txt``) or a ``net.pt``."""
+    best = Path(folder) / "best.txt"
+    try:
+        if best.is_file():
+            return f" (the run's best network is {best.read_text().strip()})"
+    except OSError:
+        pass
+    net = Path(folder) / "net.pt"
+    return f" (did you mean {net}?)" if net.is_file() else ""
 
 
 def _describe_load_failure(exc: BaseException) -> str:

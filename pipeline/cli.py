@@ -1,8 +1,16 @@
-"""The ``zerochess`` command line (also ``python -m pipeline``).
+"""The ``zerochess`` command line (also ``.venv/bin/python -m pipeline``).
 
 Each subcommand lives in a module of :mod:`pipeline.commands` with
-``add_arguments(parser)`` and ``run(args) -> int``; commands that need Ray
-import it inside ``run``.
+``add_arguments(parser)`` and ``run(args) -> int``.  Only the module of the
+command being run is imported (``zerochess --help`` imports none of them),
+and commands import torch, Ray, MLflow and Lightning inside ``run``: help
+and argument errors answer at once.
+
+Errors are one line, ``zerochess CMD: error: ...``, exit status 2: domain
+errors (``ValueError`` subclasses, which carry the file, key or value they
+are about), operating-system errors (a missing or unwritable path) and both
+of these raised inside a Ray task (the task's traceback is dropped, the
+original error's message kept).  ``--verbose`` adds the traceback.
 """
 
 from __future__ import annotations
@@ -11,6 +19,7 @@ import argparse
 import importlib
 import logging
 import sys
+import traceback
 from collections.abc import Sequence
 
 # name -> (module under pipeline.commands, one-line help)
@@ -29,42 +38,123 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "stage": ("stage", "steps of the DVC pipeline (dvc.yaml): initial net, self-play, window, report"),
     "uci": ("uci", "run the network as a UCI engine on stdin/stdout (for GUIs and cutechess-cli)"),
     "play": ("play", "play a game against the network in the terminal"),
+    "endgames": ("endgames", "write endgame start positions (KQK, KRK, KBNK, ...) as EPD, optionally Stockfish-checked"),
 }
 
+EXIT_ERROR = 2
 
-def build_parser() -> argparse.ArgumentParser:
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``zerochess`` parser; with ``only``, just that subcommand gets its
+    arguments (the others' modules are not imported)."""
     parser = argparse.ArgumentParser(
         prog="zerochess",
         description="AlphaZero for chess: self-play with PUCT search, training and evaluation.",
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="debug logging, the libraries' own notices and tracebacks of errors")  # fmt: skip
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module, help_text) in COMMANDS.items():
-        command = sub.add_parser(name, help=help_text, description=help_text)
-        _command_module(module).add_arguments(command)
+        command = sub.add_parser(name, help=help_text, description=help_text, formatter_class=_DefaultsShown)
+        if only is None or only == name:
+            _command_module(module).add_arguments(command)
     return parser
+
+
+class _DefaultsShown(argparse.HelpFormatter):
+    """Help that states an option's default when it has one worth saying
+    (not None, False or empty) and its text does not mention it already."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (action.option_strings and default not in (None, False, [], argparse.SUPPRESS)
+                and "default" not in text and "%(default)" not in text):  # fmt: skip
+            text += " (default: %(default)s)"
+        return text
 
 
 def _command_module(module: str):  # noqa: ANN202 - a module object
     return importlib.import_module(f"pipeline.commands.{module}")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def _command_named(argv: Sequence[str]) -> str | None:
+    """The subcommand in ``argv`` (its first word that is not an option)."""
+    for word in argv:
+        if word == "--":
+            return None
+        if not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
+
+
+def one_line(error: BaseException) -> str:
+    """The message of ``error`` as one line.
+
+    An error raised inside a Ray task reaches the driver as a
+    ``RayTaskError`` whose text is the remote traceback (with colour codes);
+    its ``cause`` is the original error, whose message is what the user needs.
+    """
+    cause = _ray_cause(error)
+    if cause is not None:
+        return one_line(cause)
+    if isinstance(error, OSError) and error.strerror:
+        where = error.filename if error.filename is not None else ""
+        text = f"{where}: {error.strerror}" if where != "" else error.strerror
+    else:
+        text = str(error) or type(error).__name__
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return "; ".join(lines) if len(lines) <= 3 else f"{lines[0]} (... {len(lines) - 1} more lines)"
+
+
+def _ray_cause(error: BaseException) -> BaseException | None:
+    """The original error inside a Ray ``RayTaskError``, else None."""
+    cause = getattr(error, "cause", None)
+    from_ray = type(error).__module__.split(".")[0] == "ray" or "RayTaskError" in type(error).__name__
+    return cause if from_ray and isinstance(cause, BaseException) and cause is not error else None
+
+
+def user_error(error: BaseException) -> bool:
+    """Whether ``error`` is about the user's input or environment (answered in
+    one line) rather than a bug (answered with a traceback)."""
+    cause = _ray_cause(error)
+    if cause is not None:
+        return user_error(cause)
+    return isinstance(error, (ValueError, OSError)) and not isinstance(error, (UnicodeError, AssertionError))
+
+
+def _configure_logging(verbose: bool) -> None:
     logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
+        level=logging.DEBUG if verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     # Lightning prints its records through its own handler: not a second time through ours.
     logging.getLogger("lightning").propagate = False
+    if not verbose:
+        from pipeline.quiet import quiet_libraries
+
+        quiet_libraries()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(only=_command_named(argv) or "")
+    args = parser.parse_args(argv)
+    _configure_logging(args.verbose)
     module = _command_module(COMMANDS[args.command][0])
     try:
         return int(module.run(args))
-    except ValueError as error:
+    except KeyboardInterrupt:
+        print(f"zerochess {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:  # noqa: BLE001 - sorted into user errors and bugs below
+        if not user_error(error):
+            raise
+        if args.verbose:
+            traceback.print_exc()
         # Domain errors carry their context (file, key, FEN): show it plainly.
-        print(f"zerochess {args.command}: error: {error}", file=sys.stderr)
-        return 2
+        print(f"zerochess {args.command}: error: {one_line(error)}", file=sys.stderr)
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":

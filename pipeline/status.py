@@ -43,11 +43,25 @@ class RunStatus:
     gate_verdict: str = "-"
     elo_vs_best: float | None = None
     ladder_elo: dict[str, float] = field(default_factory=dict)
+    ladder_scores: dict[str, tuple[float, int]] = field(default_factory=dict)
     best: str = ""
     mlflow: str = ""
     recent: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
     stage_started: float = field(default_factory=time.monotonic)
+
+
+def elo_text(elo: float, score: float | None = None, games: int | None = None) -> str:
+    """An Elo figure as a reader should take it.  A sample of only losses
+    (or only wins) has no finite Elo: the figure is the clamp's bound
+    (see :mod:`pipeline.stats`), shown as such: ``0/4, below -280``."""
+    if score is not None and games:
+        points = f"{score * games:g}"
+        if score <= 0.0:
+            return f"{points}/{games}, below {elo:+.0f}"
+        if score >= 1.0:
+            return f"{points}/{games}, above {elo:+.0f}"
+    return f"{elo:+.0f}"
 
 
 def _fmt(value: float | None, spec: str) -> str:
@@ -70,7 +84,8 @@ def render(status: RunStatus) -> Panel:
     losses = ", ".join(f"{key.split('/')[1]} {status.losses[key]:.3f}" for key in LOSS_KEYS if key in status.losses)
     table.add_row("training", f"step {status.step} / {status.max_steps}   {losses or '-'}")
     table.add_row("last gate", f"{status.gate_verdict}   Elo vs best {_fmt(status.elo_vs_best, '+.0f')}")
-    ladder = "   ".join(f"{level} {elo:+.0f}" for level, elo in status.ladder_elo.items())
+    ladder = "   ".join(f"{level} {elo_text(elo, *status.ladder_scores.get(level, (None, None)))}"
+                         for level, elo in status.ladder_elo.items())  # fmt: skip
     table.add_row("Stockfish ladder", ladder or "-")
     table.add_row("best net", status.best or "-")
     table.add_row("MLflow", status.mlflow or "-")

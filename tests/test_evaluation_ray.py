@@ -111,7 +111,7 @@ def test_gate_command_writes_a_decision(tmp_path: Path) -> None:
                "--best", str(best), "--out", str(out)]  # fmt: skip
     for item in settings:
         command += ["--set", item]
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    env = {**os.environ, "RAY_AUTH_MODE": "token"}
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
     assert result.returncode in (0, 10), result.stderr[-2000:]
     decision = json.loads((out / "gate.json").read_text())

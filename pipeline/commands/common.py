@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from pipeline.config import Config, load_config
+if TYPE_CHECKING:  # pipeline.config imports torch (through models.net): only when a command runs
+    from pipeline.config import Config
 
 
 def add_params_arguments(parser: argparse.ArgumentParser) -> None:
@@ -13,7 +15,7 @@ def add_params_arguments(parser: argparse.ArgumentParser) -> None:
         default="params.yaml",
         help="parameter file (default: params.yaml; 'none' for the embedded defaults)",
     )
-    parser.add_argument("--preset", help="merge presets/NAME.yaml over the params (tiny, cpu, gpu, cluster)")
+    parser.add_argument("--preset", help="merge presets/NAME.yaml over the params (tiny, cpu, gpu, cluster, endgame)")
     parser.add_argument(
         "--set",
         dest="overrides",
@@ -25,5 +27,7 @@ def add_params_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> Config:
+    from pipeline.config import load_config
+
     path = None if args.params == "none" else args.params
     return load_config(path, args.overrides, getattr(args, "preset", None))

@@ -10,15 +10,7 @@ import argparse
 import time
 from dataclasses import replace
 
-import torch
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-from models.net import AlphaZeroNet, pick_device
-from models.net_evaluator import NetEvaluator
-from pipeline.checkpoint import load_net
 from pipeline.commands.common import add_params_arguments, config_from_args
-from pipeline.selfplay import SelfPlayWorker
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,6 +19,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import torch
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from models.net import AlphaZeroNet, pick_device
+    from models.net_evaluator import NetEvaluator
+    from pipeline.checkpoint import load_net
+    from pipeline.selfplay import SelfPlayWorker
+
     config = config_from_args(args)
     torch.manual_seed(config.selfplay.seed)
     device = pick_device(config.selfplay.device)

@@ -10,11 +10,21 @@ import argparse
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+from pipeline.commands.checks import (
+    UsageError,
+    check_output_folder,
+    load_book,
+    require_at_least,
+    require_positive,
+)
 from pipeline.commands.common import add_params_arguments, config_from_args
+
+if TYPE_CHECKING:
+    from actors.evaluation import MatchSettings
+    from pipeline.evaluation.match import Opening
+    from pipeline.stats import SprtConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,14 +42,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from actors.evaluation import run_tournament
     from actors.gate import match_settings
-    from actors.selfplay import init_ray
-    from pipeline.evaluation.match import load_openings
-    from pipeline.evaluation.tournament import TournamentReport, sprt_from
+    from pipeline.evaluation.tournament import sprt_from
     from pipeline.players.base import Limits
+    from pipeline.players.spec import check_player
 
     config = config_from_args(args)
+    _check_counts(args)
     gating = config.gating
     if args.openings:
         gating = replace(gating, openings=args.openings)
@@ -50,13 +59,48 @@ def run(args: argparse.Namespace) -> int:
         settings = replace(settings, limits=Limits(nodes=args.nodes, movetime_s=args.movetime))
     sprt = None
     if args.sprt:
-        elo0, elo1 = (float(x) for x in args.sprt.split(","))
+        elo0, elo1 = _sprt_bounds(args.sprt)
         sprt = sprt_from(replace(gating, sprt_elo0=elo0, sprt_elo1=elo1))
-    openings = load_openings(gating.book)
+    for spec in args.player:  # before any work goes to Ray: one line per bad spec
+        check_player(spec, settings.context)
+    openings = load_book(gating.book, "--openings" if args.openings else "gating.openings")
+    check_output_folder("--out", args.out)
+    return _play(args, settings, openings, sprt)
+
+
+def _check_counts(args: argparse.Namespace) -> None:
+    require_at_least("--games", args.games)
+    require_at_least("--nodes", args.nodes)
+    require_at_least("--max-plies", args.max_plies)
+    require_positive("--movetime", args.movetime)
+    if len(args.player) < 2:
+        raise UsageError(f"--player: at least two players are needed, got {len(args.player)}")
+    if args.sprt and len(args.player) != 2:
+        raise UsageError(f"--sprt needs exactly two players, got {len(args.player)}")
+
+
+def _sprt_bounds(text: str) -> tuple[float, float]:
+    try:
+        elo0, elo1 = (float(x) for x in text.split(","))
+    except ValueError as error:
+        raise UsageError(f"--sprt expects ELO0,ELO1 (e.g. 0,10), got {text!r}") from error
+    if not elo0 < elo1:
+        raise UsageError(f"--sprt: ELO0 must be below ELO1, got {text!r}")
+    return elo0, elo1
+
+
+def _play(args: argparse.Namespace, settings: MatchSettings, openings: list[Opening], sprt: SprtConfig | None) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from actors.evaluation import run_tournament
+    from actors.selfplay import init_ray
+    from pipeline.evaluation.tournament import TournamentReport
+
+    init_ray(args.ray_address)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    init_ray(args.ray_address)
-    pairs = max(1, -(-args.games // 2))
+    pairs = -(-args.games // 2)
     total_games = pairs * 2 * len(args.player) * (len(args.player) - 1) // 2
     with Progress(TextColumn("match"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[score]}"),
                   TimeElapsedColumn(), console=Console(stderr=True)) as progress:  # fmt: skip

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import Progress, TextColumn, TimeElapsedColumn
-
+from pipeline.commands.checks import UsageError, check_output_folder, load_book
 from pipeline.commands.common import add_params_arguments, config_from_args
+
+if TYPE_CHECKING:
+    from pipeline.config import Config
 
 EXIT_PROMOTED = 0
 EXIT_REJECTED = 10
@@ -37,10 +40,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    check_gate_inputs(config, args.candidate, args.best)
+    check_output_folder("--out", args.out)
+    if args.best_out:
+        check_output_folder("--best-out", str(Path(args.best_out).parent))
+    return _gate(args, config)
+
+
+def check_gate_inputs(config: Config, candidate: str, best: str | None) -> None:
+    """The networks, the opening book and Stockfish, checked before any game
+    is sent to Ray (each error names the file)."""
+    from pipeline.checkpoint import load_net
+    from pipeline.players.stockfish import find_stockfish
+
+    load_net(candidate, device="cpu")
+    if best is not None:
+        load_net(best, device="cpu")
+        if Path(candidate).resolve() == Path(best).resolve():
+            raise UsageError(f"--candidate and --best are the same file: {candidate}")
+    load_book(config.gating.book)
+    if config.gating.ladder:
+        find_stockfish(config.gating.stockfish_path)
+
+
+def _gate(args: argparse.Namespace, config: Config) -> int:
+    from rich.console import Console
+    from rich.progress import Progress, TextColumn, TimeElapsedColumn
+
     from actors.gate import run_gate
     from actors.selfplay import init_ray
 
-    config = config_from_args(args)
     init_ray(args.ray_address)
     with Progress(TextColumn("gate"), TextColumn("{task.fields[status]}"), TimeElapsedColumn(),
                   console=Console(stderr=True)) as progress:  # fmt: skip

@@ -17,6 +17,7 @@ from dataclasses import asdict, replace
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from pipeline.commands.checks import check_input_file, check_output_folder, require_at_least
 from pipeline.commands.common import add_params_arguments, config_from_args
 
 
@@ -61,6 +62,10 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.supervised.labelling import StockfishLabeller, label_positions
 
     config = config_from_args(args)
+    for option in ("depth", "nodes", "multipv"):
+        require_at_least(f"--{option}", getattr(args, option))
+    if args.positions:
+        check_input_file("--positions", args.positions)
     settings = config.supervised
     if args.depth is not None:
         settings = replace(settings, label_depth=args.depth)
@@ -69,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
     if args.nodes is not None:
         settings = replace(settings, label_nodes=args.nodes)
     positions, total = _positions(args, settings)
+    check_output_folder("--out", args.out)
     prepare_output(args.out, overwrite=args.overwrite)
     started = time.perf_counter()
     with StockfishLabeller(settings) as labeller, Progress(

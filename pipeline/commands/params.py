@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 from pipeline.commands.common import add_params_arguments, config_from_args
-from pipeline.config import dump_yaml, flatten
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -14,6 +13,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pipeline.config import dump_yaml, flatten
+
     config = config_from_args(args)
     if args.yaml:
         print(dump_yaml(config), end="")

@@ -4,19 +4,22 @@ Streams any number of PGN files (plain, ``.gz``, ``.bz2``, ``.zst``) in
 bounded memory; several files are converted in parallel on Ray. See
 :mod:`pipeline.supervised.convert` for the rows and the split and
 :mod:`pipeline.supervised.pgn` for which games are dropped or filtered.
-Exit status: 0, or 1 when no game was accepted (nothing written).
+Exit status: 0; 1 when no game was accepted (a line says how many were read,
+dropped and filtered); 2 on bad input (a missing, binary or corrupt file,
+said in one line before anything is written).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
+import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 
-from rich.console import Console
-from rich.progress import Progress, TextColumn, TimeElapsedColumn
-
+from pipeline.commands.checks import UsageError, check_output_folder, require_at_least
 from pipeline.commands.common import add_params_arguments, config_from_args
 
 
@@ -39,14 +42,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import Progress, TextColumn, TimeElapsedColumn
+
     from pipeline.supervised.convert import (
         convert_files,
         find_pgn_files,
         prepare_output,
         write_manifest,
     )
+    from pipeline.supervised.pgn import check_pgn_start
 
     config = config_from_args(args)
+    require_at_least("--workers", args.workers)
+    require_at_least("--min-elo", args.min_elo, 0)
     settings = config.supervised
     if args.min_elo is not None:
         settings = replace(settings, min_elo=args.min_elo)
@@ -54,6 +63,10 @@ def run(args: argparse.Namespace) -> int:
         settings = replace(settings, workers=args.workers)
     encoding = config.net.policy_encoding
     files = find_pgn_files(args.pgn)
+    # missing, empty or corrupt at the start: an error before any output
+    binary = [path for path in files if check_pgn_start(path)]
+    check_output_folder("--out", args.out)
+    created = not Path(args.out).exists()
     prepare_output(args.out, overwrite=args.overwrite)
     use_ray = len(files) > 1 and settings.workers > 1 and not args.no_ray
     console = Console(stderr=True)
@@ -80,7 +93,19 @@ def run(args: argparse.Namespace) -> int:
             report = convert_files_on_ray(files, args.out, settings, encoding, on_progress)
         else:
             report = convert_files(files, args.out, settings, encoding, on_progress)
-    manifest = write_manifest(args.out, report, settings, encoding)
     totals = report.totals()
+    if totals["accepted"] == 0:
+        errors = [f.error for f in report.files if f.error]
+        errors += [f"PGN {path}: binary data (a NUL byte in its first bytes), not PGN text" for path in binary]
+        if errors:
+            if created:  # nothing useful was written: leave no folder behind
+                shutil.rmtree(args.out, ignore_errors=True)
+            raise UsageError(errors[0] + (f" (and {len(errors) - 1} more file(s))" if len(errors) > 1 else ""))
+    manifest = write_manifest(args.out, report, settings, encoding)
     print(json.dumps({"out": args.out, "manifest": str(manifest), **totals}, indent=2))
-    return 1 if totals["accepted"] == 0 else 0
+    if totals["accepted"] == 0:
+        print(f"zerochess pgn2shards: error: no game accepted from {len(files)} file(s) "
+              f"({totals['games']} read; dropped {totals.get('dropped', {})}, filtered {totals.get('filtered', {})})",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    return 0

@@ -7,12 +7,12 @@ import logging
 import random
 import sys
 
-import chess
+from typing import TYPE_CHECKING
 
-from models.search import SearchError
 from pipeline.commands.uci import add_network_arguments, engine_config, load_from_args
-from pipeline.play import PlaySession
-from pipeline.uci.player import NetPlayer, SearchControl
+
+if TYPE_CHECKING:  # chess, torch and the search load when the command runs, not for --help
+    import chess
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import chess
+
+    from models.search import SearchError
+    from pipeline.play import PlaySession
+    from pipeline.uci.player import NetPlayer, SearchControl
+
     config = engine_config(args)
     board = _start_board(args.fen)
     if args.simulations is not None and args.simulations < 1:
@@ -75,6 +81,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _start_board(fen: str | None) -> chess.Board:
+    import chess
+
+    from models.search import SearchError
+
     if fen is None:
         return chess.Board()
     try:

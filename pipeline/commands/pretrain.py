@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from pipeline.commands.checks import check_output_folder
 from pipeline.commands.common import add_params_arguments, config_from_args
 
 
@@ -42,6 +43,11 @@ def run(args: argparse.Namespace) -> int:
 
     quiet_lightning_logging()
     config = config_from_args(args)
+    if args.init_checkpoint:
+        from pipeline.commands.run import check_init_net
+
+        check_init_net(config, args.init_checkpoint)
+    check_output_folder("--out", args.out)
     result = pretrain(config, args.data, args.out, init_net=args.init_checkpoint,
                       resume=args.resume, tracking_uri=args.tracking_uri,
                       progress_bar=args.progress)

@@ -5,15 +5,21 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-
+from pipeline.commands.checks import check_output_folder, load_book
 from pipeline.commands.common import add_params_arguments, config_from_args
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from pipeline.config import Config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_params_arguments(parser)
-    parser.add_argument("--out", default="runs/pipeline", help="run folder (rerun the same command to resume)")
+    parser.add_argument("--out", default="runs/pipeline",
+                        help="run folder (rerun the same command to resume; default: runs/pipeline)")
     parser.add_argument("--init-checkpoint", help="start generation 0 from this net (e.g. zerochess pretrain's)")
     parser.add_argument("--ray-address", help="Ray cluster to join, e.g. auto (default: RAY_ADDRESS, else start a local one)")
     parser.add_argument("--no-live", action="store_true",
@@ -21,12 +27,43 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    check_output_folder("--out", args.out)
+    if args.init_checkpoint:
+        check_init_net(config, args.init_checkpoint)
+    load_book(config.gating.book)  # the gate's inputs fail now, not after a generation of work
+    if config.gating.ladder:
+        from pipeline.players.stockfish import find_stockfish
+
+        find_stockfish(config.gating.stockfish_path)
+    return _run(args, config)
+
+
+def check_init_net(config: Config, path: str) -> None:
+    """``--init-checkpoint`` must load into ``config.net``'s architecture
+    (checked before Ray starts and before MLflow records a run)."""
+    import torch
+
+    from models.net import AlphaZeroNet
+    from pipeline.checkpoint import load_net, load_weights
+
+    load_net(path, device="cpu")  # the file itself: readable, its weights fit its own config
+    torch.manual_seed(0)
+    load_weights(AlphaZeroNet(config.net), path)
+
+
+def _run(args: argparse.Namespace, config: Config) -> int:
+    if config.run.mode == "async":  # the three roles at once: actors/async_loop.py
+        from pipeline.commands.run_async import run_async_command
+
+        return run_async_command(args, config)
+    from rich.console import Console
+
     from actors.loop import run_pipeline
     from actors.selfplay import init_ray
+    from pipeline.status import RunStatus, StatusBoard, elo_text
+    from pipeline.training.tracking import mlflow_ui_command
 
-    from pipeline.status import RunStatus, StatusBoard
-
-    config = config_from_args(args)
     console = Console(stderr=True)
     init_ray(args.ray_address)
     board = StatusBoard(RunStatus(str(args.out), config.run.generations), console=console,
@@ -34,19 +71,26 @@ def run(args: argparse.Namespace) -> int:
 
     def on_event(text: str) -> None:
         if not board.live:  # the live screen lists recent events itself
-            console.print(f"[bold]{text}")
+            print_event(console, text)
 
     with board:
         result = run_pipeline(config, args.out, init_net=args.init_checkpoint, on_event=on_event, board=board)
     for entry in result["generations"]:
         gate = entry["gate"]
+        vs_best = (elo_text(gate["gate/elo_vs_best"], gate.get("gate/score_vs_best"), int(gate.get("gate/games_vs_best", 0)))
+                   if "gate/elo_vs_best" in gate else "-")  # fmt: skip
         print(f"generation {entry['generation']}: loss/total {entry['train'].get('loss/total', float('nan')):.3f}, "
-              f"{'promoted' if gate['gate/promoted'] else 'rejected'}, "
-              f"Elo vs best {gate.get('gate/elo_vs_best', float('nan')):+.0f}")  # fmt: skip
+              f"{'promoted' if gate['gate/promoted'] else 'rejected'}, Elo vs best {vs_best}")  # fmt: skip
     _print_last_game(args.out, result)
     print(json.dumps({"best": result["best"], "mlflow": result["mlflow"], "parent_run": result["parent_run"]}))
-    print(f"compare runs: mlflow ui --backend-store-uri {result['mlflow']}  (then open http://127.0.0.1:5000)")
+    print(f"compare runs: {mlflow_ui_command(result['mlflow'])}  (then open http://127.0.0.1:5000)")
     return 0
+
+
+def print_event(console: Console, text: str) -> None:
+    """One status line, never wrapped: off a terminal rich would cut it at 80
+    columns, which breaks grepping the log."""
+    console.print(text, style="bold", markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_last_game(out: str, result: dict) -> None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-from pipeline.checkpoint import load_net
+from pipeline.commands.checks import check_output_folder, is_uri, require_at_least
 from pipeline.commands.common import add_params_arguments, config_from_args
+
+if TYPE_CHECKING:
+    from models.net import AlphaZeroNet
+    from pipeline.config import Config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,10 +25,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from actors.selfplay import init_ray, run_selfplay
+    from pipeline.checkpoint import load_net
 
     config = config_from_args(args)
+    require_at_least("--games", args.games)
+    require_at_least("--generation", args.generation, 0)
     net = load_net(args.checkpoint) if args.checkpoint else None
+    if not is_uri(args.out):
+        check_output_folder("--out", args.out)
+    if config.selfplay.start_positions:
+        from pipeline.selfplay import load_start_positions
+
+        load_start_positions(config.selfplay.start_positions)
+    return _play(args, config, net)
+
+
+def _play(args: argparse.Namespace, config: Config, net: AlphaZeroNet | None) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from actors.selfplay import init_ray, run_selfplay
+
     init_ray(args.ray_address)
     started = time.perf_counter()
     totals = {"games": 0, "positions": 0, "plies": 0, "resigned": 0}

@@ -15,8 +15,9 @@ other subcommands do not cover.
   folder, as ``zerochess train --data`` wants; training takes the newest
   positions from it);
 * ``report``: the per-generation figures of a run folder: one small metrics
-  JSON per generation (``dvc metrics show``) and one plots JSON, a list of
-  all figures by generation (``dvc plots show``);
+  JSON per generation (``dvc metrics show``), one plots JSON, a list of
+  all figures by generation (``dvc plots show``), and with ``--figures`` the
+  same as static PNGs (``dvc plots show`` renders them offline);
 * ``params``: the ``params:`` block each stage of ``dvc.yaml`` declares.
 
 Stages run with ``--params params.yaml --preset tiny``, so a value comes from
@@ -29,6 +30,7 @@ that supplies it (:func:`declared_params`); ``tests/test_dvc.py`` checks that
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 from pathlib import Path
@@ -105,6 +107,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     report.add_argument(
         "--plots", required=True, help="JSON list of per-generation rows (dvc plots show)"
+    )
+    report.add_argument(
+        "--figures", help="folder for loss.png and elo.png (static plots: dvc plots show renders "
+        "them without the internet, unlike its vega charts)"
     )
 
     params = actions.add_parser("params", help="print the params: block of each stage of dvc.yaml")
@@ -269,9 +275,64 @@ def write_report(
         handle.write(json.dumps(rows, indent=2).encode())
 
 
+def write_figures(rows: list[dict[str, Any]], folder: str | os.PathLike[str]) -> list[Path]:
+    """``loss.png`` and ``elo.png`` of the generations in ``rows`` in ``folder``:
+    whole generations on the x axis, titled axes, and an Elo measured on a
+    score of 0 (or 1), which is only the clamp's bound, drawn as an open
+    triangle pointing down (up).  Returns the files written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    from pipeline.atomic import atomic_write
+
+    target = Path(folder)
+    target.mkdir(parents=True, exist_ok=True)
+    generations = [row["generation"] for row in rows]
+    elo_keys = ["elo_vs_best", *sorted(k for k in {k for row in rows for k in row} if k.endswith("_elo")
+                                        and k.startswith("ladder"))]  # fmt: skip
+    charts = [("loss.png", "Training loss by generation", "loss", ["loss_total", "loss_policy", "loss_value"]),
+              ("elo.png", "Elo by generation (candidate's view)", "Elo", elo_keys)]  # fmt: skip
+    written = []
+    for name, title, ylabel, keys in charts:
+        figure, axis = plt.subplots(figsize=(6, 4))
+        bounds = False
+        for key in keys:
+            values = [row.get(key) for row in rows]
+            if all(value is None for value in values):
+                continue
+            (line,) = axis.plot(generations, [float("nan") if v is None else v for v in values], "o-", label=key)
+            score_key = {"elo_vs_best": "score_vs_best"}.get(key, key.replace("_elo", "_score"))
+            scores = [row.get(score_key) for row in rows] if score_key != key else []
+            for bound, marker in ((0.0, "v"), (1.0, "^")):
+                points = [(g, v) for g, v, sc in zip(generations, values, scores) if sc == bound and v is not None]
+                if points:
+                    bounds = True
+                    axis.plot(*zip(*points), marker, color=line.get_color(), markerfacecolor="white", markersize=10)
+        if bounds:
+            axis.plot([], [], "v", color="grey", markerfacecolor="white", label="bound (score 0: Elo below; 1: above)")
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+        axis.set(title=title, xlabel="generation", ylabel=ylabel)
+        if axis.get_legend_handles_labels()[0]:
+            axis.legend(fontsize="small")
+        axis.grid(alpha=0.3)
+        figure.tight_layout()
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png", dpi=100, metadata={"Software": None})  # no version: stable bytes
+        plt.close(figure)
+        with atomic_write(target / name) as handle:
+            handle.write(buffer.getvalue())
+        written.append(target / name)
+    return written
+
+
 def _report(args: argparse.Namespace) -> int:
     rows = build_report(args.run)
     write_report(rows, args.metrics, args.plots)
+    if args.figures:
+        write_figures(rows, args.figures)
     print(json.dumps([metrics_of(row) for row in rows], indent=2))
     return 0
 

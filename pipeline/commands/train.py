@@ -9,8 +9,14 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+from pipeline.commands.checks import UsageError, check_output_folder, is_uri
 from pipeline.commands.common import add_params_arguments, config_from_args
+
+if TYPE_CHECKING:
+    from pipeline.config import Config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,12 +49,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--test-kill-at-step", type=int, help=argparse.SUPPRESS)
 
 
+def check_train_inputs(args: argparse.Namespace, config: Config) -> None:
+    """``--data``, ``--init-checkpoint`` and ``--out``, checked before the run
+    folder or an MLflow run is created."""
+    from pipeline.commands.run import check_init_net
+
+    if not is_uri(args.data):
+        data = Path(args.data)
+        if not data.exists():
+            raise UsageError(f"--data {args.data}: no such folder (give zerochess selfplay's --out)")
+        if not data.is_dir():
+            raise UsageError(f"--data {args.data}: is a file, not a shard folder")
+        from pipeline.shards import list_shards
+
+        if not list_shards(data):
+            raise UsageError(f"--data {args.data}: no shards in the folder (give zerochess selfplay's --out)")
+    if args.init_checkpoint:
+        check_init_net(config, args.init_checkpoint)
+    check_output_folder("--out", args.out)
+
+
 def run(args: argparse.Namespace) -> int:
     from pipeline.training.checkpointing import KillAtStep
     from pipeline.training.trainer import quiet_lightning_logging, train
 
     quiet_lightning_logging()
     config = config_from_args(args)
+    check_train_inputs(args, config)
     callbacks = [KillAtStep(args.test_kill_at_step)] if args.test_kill_at_step is not None else []
     result = train(
         config,

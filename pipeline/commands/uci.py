@@ -12,15 +12,19 @@ import argparse
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pipeline.config import Config, load_config
-from pipeline.uci.engine import UciEngine, UciWriter
-from pipeline.uci.loading import CHAMPION, DEFAULT_MODEL_NAME, LoadedPlayer, load_player
-from pipeline.uci.player import NetPlayer
+if TYPE_CHECKING:  # torch and the search load when the command runs, not for --help
+    from pipeline.config import Config
+    from pipeline.uci.loading import LoadedPlayer
 
 log = logging.getLogger(__name__)
 
 DEFAULT_PARAMS = "params.yaml"
+CHAMPION = "champion"
+"""``pipeline.uci.loading.CHAMPION``, repeated here so ``--help`` imports no torch."""
+DEFAULT_MODEL_NAME = "zerochess"
+"""``pipeline.uci.loading.DEFAULT_MODEL_NAME`` (see ``CHAMPION``)."""
 
 
 def add_network_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,6 +67,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def engine_config(args: argparse.Namespace) -> Config:
     """The parameters: ``--params`` if given, else ``params.yaml`` when it
     exists in the working directory, else the embedded defaults."""
+    from pipeline.config import load_config
+
     path = args.params
     if path is None:
         path = DEFAULT_PARAMS if Path(DEFAULT_PARAMS).is_file() else "none"
@@ -71,6 +77,8 @@ def engine_config(args: argparse.Namespace) -> Config:
 
 def load_from_args(args: argparse.Namespace, config: Config) -> LoadedPlayer:
     """The evaluator chosen by ``--checkpoint``/``--uniform``/``--device``."""
+    from pipeline.uci.loading import load_player
+
     return load_player(
         config,
         checkpoint=args.checkpoint,
@@ -83,6 +91,9 @@ def load_from_args(args: argparse.Namespace, config: Config) -> LoadedPlayer:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pipeline.uci.engine import UciEngine, UciWriter
+    from pipeline.uci.player import NetPlayer
+
     config = engine_config(args)
     loaded = load_from_args(args, config)
     log.info("zerochess uci: network %s", loaded.description)

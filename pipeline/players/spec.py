@@ -54,35 +54,85 @@ def _number(spec: str, settings: dict[str, str], key: str, kind: type, default: 
 
 
 def build_player(spec: str, context: PlayerContext = PlayerContext()) -> Player:
-    """The player a spec names; errors name the spec and the bad field."""
+    """The player a spec names; errors name the spec and the bad field (and
+    come before any engine starts or network loads)."""
     kind, plain, settings = parse_fields(spec)
+    if kind == "net":
+        path, sims = _net_fields(spec, plain, settings, context)
+        _reject_unknown(spec, [], settings)
+        return _net_player(path, sims, context)
+    if kind == "stockfish":
+        sf = _stockfish_settings(spec, settings, context)
+        _reject_unknown(spec, plain, settings)
+        return StockfishPlayer(sf, context.stockfish_path)
     if kind == "random":
-        player: Player = RandomPlayer(seed=_number(spec, settings, "seed", int, context.seed))  # type: ignore[arg-type]
-    elif kind == "net":
-        player = _net_player(spec, plain, settings, context)
-        plain = []
+        seed = _number(spec, settings, "seed", int, context.seed)
+        _reject_unknown(spec, plain, settings)
+        return RandomPlayer(seed=seed)  # type: ignore[arg-type]
+    kwargs = _uct_settings(spec, settings, context)
+    _reject_unknown(spec, plain, settings)
+    from pipeline.players.uct import UCTPlayer
+
+    return UCTPlayer(**kwargs)  # type: ignore[arg-type]
+
+
+def check_player(spec: str, context: PlayerContext = PlayerContext()) -> None:
+    """Validate ``spec`` where it is typed (on the driver, before any work goes
+    to Ray): its kind, fields and numbers, a ``net`` checkpoint (it is loaded
+    on the CPU: missing, a folder, corrupt or another architecture is an
+    error naming the file) and the Stockfish binary.  Starts no engine."""
+    kind, plain, settings = parse_fields(spec)
+    if kind == "net":
+        from pipeline.checkpoint import load_net
+
+        path, _ = _net_fields(spec, plain, settings, context)
+        _reject_unknown(spec, [], settings)
+        load_net(path, device="cpu")
     elif kind == "stockfish":
-        player = _stockfish_player(spec, settings, context)
+        from pipeline.players.stockfish import find_stockfish
+
+        _stockfish_settings(spec, settings, context)
+        _reject_unknown(spec, plain, settings)
+        find_stockfish(context.stockfish_path)
     else:
-        player = _uct_player(spec, settings, context)
+        build_player(spec, context).close()
+
+
+FIELDS = {
+    "net": ("sims",),
+    "stockfish": ("skill", "elo", "nodes", "depth", "movetime", "threads"),
+    "uct": ("rollouts", "rave", "c", "k", "plies", "seed"),
+    "random": ("seed",),
+}
+"""The ``key=value`` fields of each kind of player."""
+
+
+def _reject_unknown(spec: str, plain: list[str], settings: dict[str, str]) -> None:
     if plain or settings:
-        player.close()
-        raise PlayerError(f"player spec {spec!r}: unknown field(s) {plain + sorted(settings)}")
-    return player
+        kind = spec.strip().split(":")[0]
+        raise PlayerError(f"player spec {spec!r}: unknown field(s) {plain + sorted(settings)}; "
+                          f"{kind} takes {', '.join(f + '=' for f in FIELDS[kind])}")  # fmt: skip
 
 
-def _net_player(spec: str, plain: list[str], settings: dict[str, str], context: PlayerContext) -> Player:
-    from pipeline.checkpoint import load_net
-
+def _net_fields(spec: str, plain: list[str], settings: dict[str, str], context: PlayerContext) -> tuple[str, int]:
+    """The checkpoint path and simulations of a ``net`` spec."""
     if len(plain) != 1:
         raise PlayerError(f"player spec {spec!r}: expected net:PATH[:sims=N]")
     sims = _number(spec, settings, "sims", int, context.search.num_simulations)
-    net = load_net(plain[0], device=pick_device(context.device))
-    return NetPlayer(net, context.search, sims, label=f"net:{plain[0]}")  # type: ignore[arg-type]
+    if sims < 1:  # type: ignore[operator]
+        raise PlayerError(f"player spec {spec!r}: sims must be >= 1, got {sims}")
+    return plain[0], sims  # type: ignore[return-value]
 
 
-def _stockfish_player(spec: str, settings: dict[str, str], context: PlayerContext) -> Player:
-    sf = StockfishSettings(
+def _net_player(path: str, sims: int, context: PlayerContext) -> Player:
+    from pipeline.checkpoint import load_net
+
+    net = load_net(path, device=pick_device(context.device))
+    return NetPlayer(net, context.search, sims, label=f"net:{path}")
+
+
+def _stockfish_settings(spec: str, settings: dict[str, str], context: PlayerContext) -> StockfishSettings:
+    return StockfishSettings(
         skill=_number(spec, settings, "skill", int),  # type: ignore[arg-type]
         elo=_number(spec, settings, "elo", int),  # type: ignore[arg-type]
         nodes=_number(spec, settings, "nodes", int),  # type: ignore[arg-type]
@@ -91,17 +141,14 @@ def _stockfish_player(spec: str, settings: dict[str, str], context: PlayerContex
         threads=_number(spec, settings, "threads", int, 1),  # type: ignore[arg-type]
         timeout_s=context.engine_timeout_s,
     )
-    return StockfishPlayer(sf, context.stockfish_path)
 
 
-def _uct_player(spec: str, settings: dict[str, str], context: PlayerContext) -> Player:
-    from pipeline.players.uct import UCTPlayer
-
-    return UCTPlayer(
-        rollouts=_number(spec, settings, "rollouts", int, 1000),  # type: ignore[arg-type]
-        exploration=_number(spec, settings, "c", float, 1.4),  # type: ignore[arg-type]
-        rave=bool(_number(spec, settings, "rave", int, 0)),
-        rave_k=_number(spec, settings, "k", float, 1000.0),  # type: ignore[arg-type]
-        rollout_plies=_number(spec, settings, "plies", int, 40),  # type: ignore[arg-type]
-        seed=_number(spec, settings, "seed", int, context.seed),  # type: ignore[arg-type]
-    )
+def _uct_settings(spec: str, settings: dict[str, str], context: PlayerContext) -> dict[str, object]:
+    return {
+        "rollouts": _number(spec, settings, "rollouts", int, 1000),
+        "exploration": _number(spec, settings, "c", float, 1.4),
+        "rave": bool(_number(spec, settings, "rave", int, 0)),
+        "rave_k": _number(spec, settings, "k", float, 1000.0),
+        "rollout_plies": _number(spec, settings, "plies", int, 40),
+        "seed": _number(spec, settings, "seed", int, context.seed),
+    }

@@ -48,15 +48,17 @@ A game is *filtered* (counted, not reported one by one) by ``elo``,
 from __future__ import annotations
 
 import bz2
+import contextlib
 import gzip
 import io
 import logging
 import os
 import re
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import BinaryIO, Final
+from typing import Any, BinaryIO, Final
 
 import chess
 import chess.pgn
@@ -88,6 +90,9 @@ MAX_LINE_BYTES: Final = 1 << 16
 MOVES_PER_GAME_ESTIMATE: Final = 40
 """Moves per player assumed when a time control is turned into seconds (as lichess)."""
 
+BINARY_SNIFF_BYTES: Final = 4096
+"""A NUL byte in the first this many bytes of text marks a binary file
+(:func:`check_pgn_start`)."""
 _GZIP_MAGIC: Final = b"\x1f\x8b"
 _BZ2_MAGIC: Final = b"BZh"
 _ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
@@ -130,9 +135,55 @@ def _decompressed(raw: BinaryIO, path: str) -> BinaryIO:
         except ImportError as error:
             raise PgnOpenError(path, "Zstandard-compressed; install the zstandard package") \
                 from error
-        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
-        return io.BufferedReader(reader, buffer_size=1 << 20)  # type: ignore[arg-type]
+        return io.BufferedReader(_ZstdReader(raw, zstandard), buffer_size=1 << 20)
     return raw
+
+
+class _ZstdReader(io.RawIOBase):
+    """Zstandard frames of ``raw``, decompressed one after the other.
+
+    Corrupt data raises ``OSError`` (the PGN reader reports it, naming the
+    file and the offset), and so does a stream that ends inside a frame (a
+    truncated download), which ``zstandard``'s own stream reader takes for
+    the end of the file."""
+
+    def __init__(self, raw: BinaryIO, zstandard: Any) -> None:
+        super().__init__()
+        self._raw = raw
+        self._zstd = zstandard
+        self._frame = zstandard.ZstdDecompressor().decompressobj()
+        self._in_frame = False  # bytes of an unfinished frame were fed
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._pending:
+            chunk = self._raw.read(1 << 16)
+            if not chunk:
+                if self._in_frame:
+                    raise OSError("truncated Zstandard data: the file ends inside a frame")
+                return 0
+            self._pending = self._feed(chunk)
+        size = min(len(buffer), len(self._pending))
+        buffer[:size] = self._pending[:size]
+        self._pending = self._pending[size:]
+        return size
+
+    def _feed(self, chunk: bytes) -> bytes:
+        """The text decompressed from ``chunk`` (across frame boundaries)."""
+        out = []
+        while chunk:
+            try:
+                out.append(self._frame.decompress(chunk))
+            except self._zstd.ZstdError as error:
+                raise OSError(f"corrupt Zstandard data: {error}") from error
+            self._in_frame = not self._frame.eof
+            chunk = self._frame.unused_data if self._frame.eof else b""
+            if self._frame.eof:
+                self._frame = self._zstd.ZstdDecompressor().decompressobj()
+        return b"".join(out)
 
 
 @contextmanager
@@ -152,6 +203,25 @@ def open_pgn(path: str | os.PathLike[str], max_game_bytes: int = 1_000_000
         yield PgnLineReader(_decompressed(raw, name), name, max_game_bytes)
     finally:
         raw.close()
+
+
+def check_pgn_start(path: str | os.PathLike[str]) -> bool:
+    """Read the first ``BINARY_SNIFF_BYTES`` of ``path``'s text: a missing or
+    unreadable file, an empty file or corrupt compressed data raises
+    :class:`PgnOpenError` (before any output is written).  Returns whether
+    the text looks binary (a NUL byte), which a reader of the games only
+    skips over but which explains a file where no game is found."""
+    with contextlib.suppress(OSError):
+        if os.path.getsize(path) == 0:
+            raise PgnOpenError(os.fspath(path), "empty file")
+    with open_pgn(path) as reader:
+        head = b""
+        while len(head) < BINARY_SNIFF_BYTES:
+            data, _, _ = reader._raw_line()  # noqa: SLF001 - bytes, before any decoding
+            if not data:
+                break
+            head += data
+    return b"\x00" in head[:BINARY_SNIFF_BYTES]
 
 
 class PgnLineReader:
@@ -196,7 +266,7 @@ class PgnLineReader:
             return pushed
         try:
             data = self._stream.readline(MAX_LINE_BYTES)
-        except (OSError, EOFError, ValueError) as error:  # corrupt compressed data
+        except (OSError, EOFError, ValueError, zlib.error) as error:  # corrupt compressed data
             raise PgnOpenError(self.path, f"cannot decompress after byte {self.offset}: "
                                           f"{error}") from error
         start, number = self.offset, self.line_number + 1

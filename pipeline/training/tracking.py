@@ -24,7 +24,14 @@ from typing import Any
 from lightning.pytorch.loggers import MLFlowLogger
 from lightning.pytorch.utilities import rank_zero_only
 
-__all__ = ["ResumableMLFlowLogger", "default_tracking_uri", "git_commit", "resolve_tracking_uri"]
+__all__ = [
+    "ResumableMLFlowLogger",
+    "default_tracking_uri",
+    "git_commit",
+    "mark_training_experiment",
+    "mlflow_ui_command",
+    "resolve_tracking_uri",
+]
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +39,32 @@ TRACKING_DB = "mlflow.db"
 ARTIFACT_DIR = "mlartifacts"
 GIT_COMMIT_TAG = "mlflow.source.git.commit"
 MAX_PARAM_LENGTH = 6000
+
+
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+TRAINING_KIND = "custom_model_development"
+"""MLflow 3's UI opens an experiment of this kind on its runs (model
+training) instead of the GenAI traces view."""
+
+
+def mark_training_experiment(client: Any, experiment_id: str) -> None:
+    """Tag the experiment as model training, so ``mlflow ui`` opens it on its
+    runs (an experiment that already has a kind keeps it)."""
+    experiment = client.get_experiment(experiment_id)
+    if EXPERIMENT_KIND_TAG not in (experiment.tags or {}):
+        client.set_experiment_tag(experiment_id, EXPERIMENT_KIND_TAG, TRAINING_KIND)
+
+
+def mlflow_ui_command(tracking_uri: str) -> str:
+    """The shell command that opens ``tracking_uri`` in MLflow's UI, with the
+    ``mlflow`` of this Python's environment (the venv need not be active) and
+    the UI on 127.0.0.1 only."""
+    import shlex
+    import sys
+
+    mlflow = Path(sys.executable).parent / "mlflow"
+    program = os.path.relpath(mlflow) if not os.path.relpath(mlflow).startswith("..") else str(mlflow)
+    return f"{shlex.quote(program)} ui --backend-store-uri {shlex.quote(tracking_uri)} --host 127.0.0.1"
 
 
 def default_tracking_uri(out_dir: str | os.PathLike[str]) -> str:

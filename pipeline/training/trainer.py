@@ -33,6 +33,7 @@ from typing import Any
 
 import lightning.pytorch as pl
 import torch
+from lightning.pytorch.callbacks import RichProgressBar
 
 from models.net import AlphaZeroNet, ArchitectureMismatchError, NetConfig, pick_device
 from pipeline.atomic import atomic_write
@@ -50,6 +51,7 @@ from pipeline.training.tracking import (
     GIT_COMMIT_TAG,
     ResumableMLFlowLogger,
     git_commit,
+    mark_training_experiment,
     resolve_tracking_uri,
 )
 
@@ -168,6 +170,7 @@ def train(
         pin_memory=accelerator == "gpu",
     )
     logger, uri = _logger(config, paths, resume, tracking_uri)
+    show_progress = _show_progress() if progress_bar is None else progress_bar
     trainer = pl.Trainer(
         accelerator=accelerator,
         devices=devices,
@@ -178,12 +181,13 @@ def train(
         callbacks=[
             _TrackingSetup(config, data_dir, paths, init_net, uri, tags),
             PeriodicCheckpoint(paths.checkpoint, settings.checkpoint_every),
+            *([_StepProgressBar()] if show_progress else []),
             *callbacks,
         ],
         plugins=[AtomicCheckpointIO()],
         enable_checkpointing=False,
         log_every_n_steps=settings.log_every,
-        enable_progress_bar=_show_progress() if progress_bar is None else progress_bar,
+        enable_progress_bar=show_progress,
         enable_model_summary=False,
         deterministic="warn" if settings.deterministic else False,
         num_sanity_val_steps=0,
@@ -272,6 +276,15 @@ def _logger(
     return logger, uri
 
 
+class _StepProgressBar(RichProgressBar):
+    """Lightning's rich bar, labelled with the step budget: training runs on
+    an endless stream (``max_epochs=-1``), where the stock label reads
+    "Epoch 0/-2"."""
+
+    def _get_train_description(self, current_epoch: int) -> str:  # noqa: ARG002 - one endless epoch
+        return f"training to step {self.trainer.max_steps}"
+
+
 class _TrackingSetup(pl.Callback):
     """On rank 0 at the start of fit: create or reopen the MLflow run, save its id, log params and tags."""
 
@@ -304,6 +317,7 @@ class _TrackingSetup(pl.Callback):
         }
         with atomic_write(self.paths.run_info) as handle:
             handle.write(json.dumps(info, indent=1).encode())
+        mark_training_experiment(logger.experiment, logger.experiment_id)
         logger.log_params(flatten(self.config))
         commit, dirty = git_commit()
         tags = {

@@ -1,0 +1,40 @@
+"""``zerochess run`` with ``run.mode: async``: the self-play pool, the trainer
+and the gatekeeper at the same time (``actors/async_loop.py``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from pipeline.config import Config
+
+
+def run_async_command(args: argparse.Namespace, config: Config) -> int:
+    """Run the asynchronous loop with the live three-role screen; print the verdicts."""
+    from rich.console import Console
+
+    from actors.async_loop import run_async
+    from actors.selfplay import init_ray
+    from pipeline.async_status import AsyncStatus, AsyncStatusBoard
+    from pipeline.training.tracking import mlflow_ui_command
+
+    console = Console(stderr=True)
+    init_ray(args.ray_address)
+    board = AsyncStatusBoard(AsyncStatus(str(args.out), config.run.generations), console=console,
+                             live=False if args.no_live else None)  # fmt: skip
+
+    def on_event(text: str) -> None:
+        if not board.live:
+            console.print(text, style="bold", markup=False, highlight=False, soft_wrap=True)
+
+    with board:
+        result = run_async(config, args.out, init_net=args.init_checkpoint, on_event=on_event, board=board)
+    for entry in result["candidates"]:
+        print(f"candidate {entry['generation']}: {'promoted' if entry['promote'] else 'rejected'} "
+              f"({entry.get('reason', '')})")  # fmt: skip
+    busy = ", ".join(f"{role} {value:.0%}" for role, value in result["busy"].items() if role != "wall_s")
+    print(f"{result['games']} games, {result['positions']} positions, trainer step {result['step']}, "
+          f"best net v{result['version']}; busy: {busy}")  # fmt: skip
+    print(json.dumps({"best": result["best"], "mlflow": result["mlflow"], "parent_run": result["parent_run"]}))
+    print(f"compare runs: {mlflow_ui_command(result['mlflow'])}  (then open http://127.0.0.1:5000)")
+    return 0

@@ -1,0 +1,66 @@
+"""Quiet by default: the libraries' notices that tell a zerochess user nothing.
+
+``zerochess`` calls :func:`quiet_libraries` unless ``--verbose`` is given.
+Progress bars, the status lines and every warning or error stay.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+from collections.abc import Iterator
+
+# Lightning's rank-zero notices: advertisements and hardware lines that the
+# status line already states (the device in use).
+_LIGHTNING_NOISE = ("💡 Tip:", "GPU available", "TPU available", "HPU available", "IPU available")
+_LIGHTNING_LOGGERS = ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero")
+
+
+class _DropPrefixes(logging.Filter):
+    """Drops records whose message starts with one of ``prefixes``."""
+
+    def __init__(self, prefixes: tuple[str, ...]) -> None:
+        super().__init__()
+        self.prefixes = prefixes
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.getMessage()).lstrip().startswith(self.prefixes)
+
+
+def quiet_libraries() -> None:
+    """Silence Lightning's tips and hardware lines, matplotlib's font-cache
+    notice and MLflow's database set-up lines (idempotent)."""
+    for name in _LIGHTNING_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _DropPrefixes) for f in logger.filters):
+            logger.addFilter(_DropPrefixes(_LIGHTNING_NOISE))
+    logging.getLogger("matplotlib").setLevel(logging.ERROR)
+    logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)  # "Creating initial MLflow database tables"
+
+
+@contextlib.contextmanager
+def native_stderr_muted(enabled: bool = True) -> Iterator[None]:
+    """Silence what C++ code writes to file descriptor 2 while the block runs.
+
+    For a call that logs a notice synchronously from Ray's C++ core, e.g.
+    creating an actor whose constructor takes an object-store reference with
+    ``max_restarts > 0`` (``core_worker.cc``: "has constructor arguments in
+    the object store"): zerochess keeps the reference alive for the actors'
+    whole life, so the notice does not apply.  Keep the block to that call:
+    anything else written to stderr meanwhile is lost too.  With
+    ``enabled=False`` (``--verbose``) nothing is muted."""
+    if not enabled:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)

@@ -1,0 +1,126 @@
+"""Parquet shards of (s, pi, z) training data: the one owner of their layout.
+
+A *shard* is one Parquet file ``<batch_id>.parquet`` holding the positions of
+a batch of self-play games, one row per searched position, with the columns of
+:data:`SHARD_SCHEMA` (schema metadata ``zerochess_shard_version = "1"``).
+
+Positions are stored as the encoder's compact inputs, not as planes: the
+(8, 14) ``uint64`` snapshot rows of ``PlaneHistory.snapshot()`` (896 bytes)
+and the 7 meta values of ``board_meta`` (7 bytes). :func:`decode_planes`
+rebuilds the exact (119, 8, 8) planes the search saw with one
+``encode_snapshots`` call for the whole batch. The policy target pi is stored
+sparse (indices + probabilities in the row's policy encoding) and densified
+by :func:`decode_policy`.
+
+Writing (:func:`write_shard`) is atomic: readers never see a partial file.
+On a local directory: temporary file in the same folder, fsync,
+``os.replace``, directory fsync. On any other ``pyarrow.fs`` filesystem
+(``s3://...``, ``gs://...`` URIs or a ``filesystem=`` object): temporary key
+in the same prefix, then ``FileSystem.move``; object stores publish an object
+atomically (a reader sees the whole old or the whole new object), but the
+move itself is a copy + delete, so a crash may leave a temporary key behind
+(hidden: its name starts with a dot and it does not end in ``.parquet``).
+``file://`` URIs resolve to the local filesystem and take the local path.
+
+Reading (:func:`read_shard`) verifies page checksums, compares the file
+schema to :data:`SHARD_SCHEMA` column by column (names, types, order,
+nullability; a missing or extra column is an error, never filled with
+nulls), then validates every row (:func:`validate_table`). Any problem raises
+:class:`ShardError` naming the file, the column, the row and the value.
+:func:`load_shards` reads a whole directory and moves bad shards to
+``<directory>/quarantine/`` with a ``<name>.reason.txt`` sidecar.
+
+Decoding (:func:`decode_planes`, :func:`decode_policy`) is whole-batch numpy
+on the Arrow buffers, with no per-row Python. Validation needs one Python step
+per row for the FEN (~10 us), plus legal-move generation with
+``check_legality`` (~90 us per distinct position).
+
+The package holds one module per concern: :mod:`~pipeline.shards.schema`,
+:mod:`~pipeline.shards.records`, :mod:`~pipeline.shards.decode`,
+:mod:`~pipeline.shards.validation`, :mod:`~pipeline.shards.store` (writing,
+reading, listing) and :mod:`~pipeline.shards.quarantine`; import the names
+from ``pipeline.shards``.
+"""
+
+from __future__ import annotations
+
+from pipeline.shards.schema import (
+    HISTORY_BYTES,
+    PROB_SUM_TOLERANCE,
+    QUARANTINE_DIR,
+    RESULTS,
+    SHARD_SCHEMA,
+    SHARD_SUFFIX,
+    SHARD_VERSION,
+    SHARD_VERSION_KEY,
+    ShardError,
+    ShardNameError,
+    ShardTableError,
+    check_schema,
+)
+from pipeline.shards.decode import (
+    decode_history,
+    decode_meta,
+    decode_planes,
+    decode_policy,
+    decode_targets,
+    select_training_rows,
+    shard_stats,
+)
+from pipeline.shards.records import (
+    PositionRecord,
+    records_to_table,
+    table_from_columns,
+    table_to_records,
+)
+from pipeline.shards.validation import (
+    validate_table,
+)
+from pipeline.shards.store import (
+    list_shards,
+    read_shard,
+    shard_exists,
+    shard_name,
+    write_shard,
+)
+from pipeline.shards.quarantine import (
+    load_shards,
+    quarantine_shard,
+)
+
+# private helpers that tests reach for
+from pipeline.shards.validation import _check_positions, _fast_rows  # noqa: E402,F401
+
+__all__ = [
+    "HISTORY_BYTES",
+    "PROB_SUM_TOLERANCE",
+    "QUARANTINE_DIR",
+    "RESULTS",
+    "SHARD_SCHEMA",
+    "SHARD_SUFFIX",
+    "SHARD_VERSION",
+    "SHARD_VERSION_KEY",
+    "PositionRecord",
+    "ShardError",
+    "ShardNameError",
+    "ShardTableError",
+    "check_schema",
+    "decode_history",
+    "decode_meta",
+    "decode_planes",
+    "decode_policy",
+    "decode_targets",
+    "list_shards",
+    "load_shards",
+    "read_shard",
+    "records_to_table",
+    "select_training_rows",
+    "shard_exists",
+    "shard_name",
+    "quarantine_shard",
+    "shard_stats",
+    "table_from_columns",
+    "table_to_records",
+    "validate_table",
+    "write_shard",
+]

@@ -1,0 +1,154 @@
+"""Whole-batch numpy views and decoding of shard tables for training (planes, policy, targets).
+
+Part of :mod:`pipeline.shards` (import from there)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from models.encoding import HISTORY_STEPS, META_SIZE, ROW_WIDTH, encode_snapshots
+from models.policy import PolicyError, get_policy_map
+from pipeline.shards.schema import ShardTableError, _LE_U64, _first
+
+
+# ---------------------------------------------------------------------------
+# Column access (numpy views of the Arrow buffers)
+# ---------------------------------------------------------------------------
+
+
+def _fixed_binary_numpy(table: pa.Table, column: str, dtype: np.dtype[Any]) -> np.ndarray:
+    """Flat read-only numpy view of a fixed_size_binary column's bytes as ``dtype``."""
+    array = table.column(column).combine_chunks()
+    if array.null_count:
+        raise ShardTableError(column, "null values cannot be decoded")
+    width = array.type.byte_width
+    count = len(array) * width // dtype.itemsize
+    if count == 0:
+        return np.zeros(0, dtype=dtype)
+    return np.frombuffer(array.buffers()[1], dtype=dtype, count=count,
+                         offset=array.offset * width)
+
+
+def decode_history(table: pa.Table) -> npt.NDArray[np.uint64]:
+    """The snapshot rows of every position: (B, 8, 14) uint64 (a read-only buffer view)."""
+    flat = _fixed_binary_numpy(table, "history", _LE_U64)
+    return flat.reshape(table.num_rows, HISTORY_STEPS, ROW_WIDTH)
+
+
+def decode_meta(table: pa.Table) -> npt.NDArray[np.uint8]:
+    """The meta vectors of every position: (B, 7) uint8 (a read-only buffer view)."""
+    flat = _fixed_binary_numpy(table, "meta", np.dtype(np.uint8))
+    return flat.reshape(table.num_rows, META_SIZE)
+
+
+def _list_numpy(table: pa.Table, column: str) -> tuple[npt.NDArray[np.int64], np.ndarray]:
+    """(offsets (B + 1,) starting at 0, flat values) of a list column."""
+    array = table.column(column).combine_chunks()
+    if len(array) == 0:
+        value_dtype = array.type.value_type.to_pandas_dtype()
+        return np.zeros(1, dtype=np.int64), np.zeros(0, dtype=value_dtype)
+    offsets = array.offsets.to_numpy().astype(np.int64)
+    start, stop = int(offsets[0]), int(offsets[-1])
+    values = array.values.slice(start, stop - start)
+    if values.null_count:
+        raise ShardTableError(column, "null list items cannot be decoded")
+    return offsets - start, values.to_numpy(zero_copy_only=False)
+
+
+def _row_ids(offsets: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Row number of every flat list value."""
+    return np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
+
+
+def _categories(table: pa.Table, column: str) -> tuple[list[str], npt.NDArray[np.int32]]:
+    """(distinct values, per-row code) of a string column via dictionary encoding."""
+    encoded = table.column(column).combine_chunks().dictionary_encode()
+    return encoded.dictionary.to_pylist(), encoded.indices.to_numpy(zero_copy_only=False)
+
+
+# ---------------------------------------------------------------------------
+# Decoding for training
+# ---------------------------------------------------------------------------
+
+
+def decode_planes(table: pa.Table) -> npt.NDArray[np.uint8]:
+    """The network inputs of every position: (B, 119, 8, 8) uint8, one vectorised pass."""
+    return encode_snapshots(decode_history(table), decode_meta(table))
+
+
+def _policy_size(encodings: list[str], codes: np.ndarray | None = None) -> dict[str, int]:
+    """Policy size of each encoding name; ShardTableError for an unknown name.
+
+    ``codes`` (per-row positions in ``encodings``) locates the offending row.
+    """
+    sizes = {}
+    for position, name in enumerate(encodings):
+        try:
+            sizes[name] = get_policy_map(name).size
+        except PolicyError:
+            row = _first(codes == position) if codes is not None else None
+            raise ShardTableError("policy_encoding", "unknown policy encoding", row=row,
+                                  value=name) from None
+    return sizes
+
+
+def decode_policy(table: pa.Table, size: int) -> npt.NDArray[np.float32]:
+    """Dense pi: (B, size) float32; every row's encoding must have ``size`` entries."""
+    names, codes = _categories(table, "policy_encoding")
+    for name, name_size in _policy_size(names, codes).items():
+        if name_size != size:
+            row = int(np.flatnonzero(codes == names.index(name))[0])
+            raise ShardTableError("policy_encoding", f"has {name_size} entries, "
+                                                     f"cannot decode at size {size}",
+                                  row=row, value=name)
+    offsets, index = _list_numpy(table, "policy_index")
+    _, prob = _list_numpy(table, "policy_prob")
+    if len(index) != len(prob):
+        raise ShardTableError("policy_prob", "list lengths differ from policy_index")
+    rows = _row_ids(offsets)
+    dense = np.zeros((table.num_rows, size), dtype=np.float32)
+    np.add.at(dense, (rows, index.astype(np.intp)), prob)
+    return dense
+
+
+def decode_targets(
+    table: pa.Table, encoding: str | None = None
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+    """(dense pi (B, size) float32, z (B,) float32).
+
+    ``size`` comes from ``encoding``, or from the table's single encoding when
+    None (a table mixing encodings, or an empty one without ``encoding``, raises).
+    """
+    if encoding is None:
+        names, _ = _categories(table, "policy_encoding")
+        if len(names) != 1:
+            raise ShardTableError("policy_encoding", "need exactly one encoding to infer "
+                                                     "the policy size", value=names)
+        encoding = names[0]
+    size = _policy_size([encoding])[encoding]
+    z = table.column("z").to_numpy().astype(np.float32)
+    return decode_policy(table, size), z
+
+
+def select_training_rows(table: pa.Table) -> pa.Table:
+    """The rows that are training targets (``full_search``, playout cap randomization)."""
+    return table.filter(table.column("full_search"))
+
+
+def shard_stats(table: pa.Table) -> dict[str, float | int]:
+    """Cheap summary for logs: positions, games, full-search count and fraction, mean |z|."""
+    rows = table.num_rows
+    full = int(pc.sum(table.column("full_search")).as_py() or 0)
+    z = table.column("z").to_numpy().astype(np.float64)
+    return {
+        "positions": rows,
+        "games": len(pc.unique(table.column("game_id"))),
+        "full_search": full,
+        "full_search_fraction": full / rows if rows else 0.0,
+        "mean_abs_z": float(np.abs(z).mean()) if rows else 0.0,
+    }

@@ -1,0 +1,246 @@
+"""Where shards live (local paths, URIs, pyarrow filesystems) and writing, reading and listing them.
+
+Part of :mod:`pipeline.shards` (import from there)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import time
+from contextlib import suppress
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from pipeline.atomic import atomic_write
+from pipeline.shards.schema import (
+    SHARD_FILE_MODE,
+    SHARD_SCHEMA,
+    SHARD_SUFFIX,
+    ShardError,
+    ShardNameError,
+    ShardTableError,
+    _BATCH_ID,
+    _WRITE_OPTIONS,
+    check_schema,
+)
+from pipeline.shards.validation import validate_table
+
+log = logging.getLogger("pipeline.shards")
+
+
+# ---------------------------------------------------------------------------
+# Locations: local paths, URIs and pyarrow filesystems
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Location:
+    """A resolved directory or file: pyarrow filesystem, path in it, how to show it."""
+
+    fs: pafs.FileSystem
+    path: str
+    local: bool  # plain local path: use os-level atomic operations
+    shown: str  # the caller's spelling (URI or path), used in messages and results
+
+    def child(self, name: str) -> _Location:
+        """The entry ``name`` inside this directory."""
+        path = os.path.join(self.path, name) if self.local else _join_key(self.path, name)
+        plain_local = self.local and "://" not in self.shown
+        shown = os.path.join(self.shown, name) if plain_local else _join_key(self.shown, name)
+        return _Location(self.fs, path, self.local, shown)
+
+
+def _join_key(prefix: str, name: str) -> str:
+    """``prefix/name`` with one slash (URIs, object-store keys); ``name`` if no prefix."""
+    return f"{prefix.rstrip('/')}/{name}" if prefix else name
+
+
+def _resolve(location: str | os.PathLike[str], filesystem: pafs.FileSystem | None) -> _Location:
+    """Resolves a local path, a filesystem URI, or a path inside ``filesystem``."""
+    text = os.fspath(location)
+    if filesystem is not None:
+        return _Location(filesystem, text, isinstance(filesystem, pafs.LocalFileSystem), text)
+    if "://" in text:
+        fs, path = pafs.FileSystem.from_uri(text)
+        return _Location(fs, path, isinstance(fs, pafs.LocalFileSystem), text)
+    return _Location(pafs.LocalFileSystem(), text, True, text)
+
+
+def shard_name(batch_id: str) -> str:
+    """File name of the shard of ``batch_id``: ``f"{batch_id}.parquet"``.
+
+    Raises ShardNameError unless ``batch_id`` is 1-200 characters of
+    ``[A-Za-z0-9_.-]`` not starting with '.' (hidden names are temp files).
+    """
+    if not isinstance(batch_id, str) or not _BATCH_ID.fullmatch(batch_id) \
+            or batch_id.startswith("."):
+        raise ShardNameError(batch_id)
+    return f"{batch_id}{SHARD_SUFFIX}"
+
+
+def _is_shard_name(name: str) -> bool:
+    """True for visible ``*.parquet`` names (temp files start with '.')."""
+    return name.endswith(SHARD_SUFFIX) and not name.startswith(".")
+
+
+# ---------------------------------------------------------------------------
+# Writing
+# ---------------------------------------------------------------------------
+
+
+def _write_local(table: pa.Table, target: _Location) -> None:
+    """Temp file in the target's folder, fsync, os.replace, directory fsync."""
+    with atomic_write(target.path, SHARD_FILE_MODE) as handle:
+        pq.write_table(table, handle, **_WRITE_OPTIONS)
+
+
+def _write_remote(table: pa.Table, target: _Location) -> None:
+    """Temp key in the target's prefix, then ``fs.move`` into place."""
+    directory, _, name = target.path.rpartition("/")
+    if directory:
+        target.fs.create_dir(directory, recursive=True)
+    tmp_name = f".{name}.tmp-{secrets.token_hex(8)}"
+    tmp = _join_key(directory, tmp_name) if directory else tmp_name
+    try:
+        with target.fs.open_output_stream(tmp) as stream:
+            pq.write_table(table, stream, **_WRITE_OPTIONS)
+        target.fs.move(tmp, target.path)
+    except BaseException:
+        with suppress(Exception):
+            target.fs.delete_file(tmp)
+        raise
+
+
+def write_shard(
+    table: pa.Table,
+    directory: str | os.PathLike[str],
+    batch_id: str,
+    *,
+    filesystem: pafs.FileSystem | None = None,
+    validate: bool = True,
+) -> str:
+    """Atomically writes ``table`` as ``<directory>/<batch_id>.parquet``; returns its path.
+
+    ``directory`` is a local path, a ``pyarrow.fs`` URI (``s3://bucket/prefix``,
+    ``file:///abs/path``) or a path inside ``filesystem``. The schema must match
+    :data:`SHARD_SCHEMA` (ShardTableError otherwise); with ``validate`` the rows
+    are checked too (:func:`validate_table` without legality). Rewriting the
+    same batch_id replaces the file, so retried tasks are idempotent. Written
+    zstd-compressed with page checksums.
+    """
+    name = shard_name(batch_id)
+    check_schema(table.schema, require_version=False)
+    table = table.replace_schema_metadata(SHARD_SCHEMA.metadata)
+    if validate:
+        validate_table(table, check_legality=False)
+    target = _resolve(directory, filesystem).child(name)
+    started = time.perf_counter()
+    (_write_local if target.local else _write_remote)(table, target)
+    log.info("wrote shard %s: %d rows in %.3f s", target.shown, table.num_rows,
+             time.perf_counter() - started)
+    return target.shown
+
+
+# ---------------------------------------------------------------------------
+# Reading
+# ---------------------------------------------------------------------------
+
+
+def _fetch(source: _Location) -> pa.Buffer:
+    """The whole file's bytes. I/O errors (OSError, FileNotFoundError) propagate as is.
+
+    Reading the bytes first separates I/O failures (maybe transient: never
+    quarantine for them) from corrupt content (parsed from memory below).
+    """
+    with source.fs.open_input_file(source.path) as handle:
+        return handle.read_buffer()
+
+
+def _parse(data: pa.Buffer, shown: str) -> pa.Table:
+    """Parses Parquet bytes with page checksum verification and an explicit schema check."""
+    try:
+        parquet = pq.ParquetFile(pa.BufferReader(data), page_checksum_verification=True)
+        schema = parquet.schema_arrow
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise ShardError(shown, f"not a readable Parquet file ({type(exc).__name__}: {exc})") \
+            from exc
+    try:
+        check_schema(schema)
+    except ShardTableError as exc:
+        raise ShardError(shown, str(exc), column=exc.column) from exc
+    try:
+        table = parquet.read(use_threads=False)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise ShardError(shown, f"corrupt Parquet data ({type(exc).__name__}: {exc})") from exc
+    return table.replace_schema_metadata(SHARD_SCHEMA.metadata)
+
+
+def _read_validated(source: _Location, check_legality: bool) -> pa.Table:
+    """Fetches, parses and validates one shard; ShardError on bad content."""
+    table = _parse(_fetch(source), source.shown)
+    try:
+        validate_table(table, check_legality=check_legality)
+    except ShardTableError as exc:
+        raise ShardError(source.shown, str(exc), column=exc.column, row=exc.row) from exc
+    return table
+
+
+def read_shard(
+    path: str | os.PathLike[str],
+    *,
+    check_legality: bool = True,
+    filesystem: pafs.FileSystem | None = None,
+) -> pa.Table:
+    """Reads and validates one shard (local path, URI, or path in ``filesystem``).
+
+    Raises ShardError (path, column, row, value in the message) for a
+    truncated, empty, corrupt (page checksums are verified), wrongly shaped or
+    invalid shard; I/O errors such as FileNotFoundError propagate unchanged.
+    """
+    return _read_validated(_resolve(path, filesystem), check_legality)
+
+
+def _list_names(directory: _Location) -> list[str]:
+    """Sorted shard file names directly inside ``directory`` (FileNotFoundError if missing)."""
+    if directory.local:
+        with os.scandir(directory.path) as entries:
+            names = [e.name for e in entries if e.is_file() and _is_shard_name(e.name)]
+    else:
+        selector = pafs.FileSelector(directory.path, recursive=False)
+        infos = directory.fs.get_file_info(selector)
+        names = [i.base_name for i in infos
+                 if i.type == pafs.FileType.File and _is_shard_name(i.base_name)]
+    return sorted(names)
+
+
+def list_shards(
+    directory: str | os.PathLike[str], *, filesystem: pafs.FileSystem | None = None
+) -> list[str]:
+    """Paths of the shards in ``directory``, sorted by name.
+
+    Temp files, other files and the quarantine folder are ignored; a missing
+    directory raises FileNotFoundError. Paths are spelled like ``directory``.
+    """
+    location = _resolve(directory, filesystem)
+    return [location.child(name).shown for name in _list_names(location)]
+
+
+def shard_exists(
+    directory: str | os.PathLike[str],
+    batch_id: str,
+    *,
+    filesystem: pafs.FileSystem | None = None,
+) -> bool:
+    """True if ``<directory>/<batch_id>.parquet`` exists (a quarantined one does not count).
+
+    Lets a driver skip tasks whose shard was already written; the file is not
+    validated (:func:`load_shards` does that).
+    """
+    target = _resolve(directory, filesystem).child(shard_name(batch_id))
+    if target.local:
+        return os.path.isfile(target.path)
+    return bool(target.fs.get_file_info(target.path).type == pafs.FileType.File)

@@ -5,7 +5,9 @@ Not a test: it runs for about an hour and a half on 2 cores.  Two phases, each
 evaluation of every generation's network after it is trained:
 
 * ``endgame``: self-play from king+queen vs king and king+rook vs king starts
-  that this script generates (seeded; the strong side is White and to move;
+  that this script generates with :func:`pipeline.endgames.endgame_fens` (the
+  generator of ``zerochess endgames``; ``--kinds`` for others; seeded; the
+  strong side is White and to move;
   kept when Stockfish sees a forced mate in at most ``--max-mate`` moves, as
   many at each distance, so that mates happen often enough to be learnt from
   in an hour; 64 simulations on every move (no playout-cap fast searches),
@@ -19,6 +21,8 @@ evaluation of every generation's network after it is trained:
   the mate in 6 of 10 mate-in-one starts, with Q = 0 in 10 of 10.  Uniformly random
   placements (``--max-mate 0``) gave 2 mates in 192 self-play games: the
   heavy piece is lost (127 games) or the game repeats long before a mate.
+  ``presets/endgame.yaml`` carries these settings (with the starts in
+  ``data/endgames.epd``) for ``zerochess run --preset endgame``.
   Per generation: the **mate rate** (mates within 50 moves, the net playing
   the strong side against Stockfish's defence, Wilson 95% interval) and the
   **score against generation 0** (colour-swapped pairs from held-out endgame
@@ -43,15 +47,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import random
 import shutil
 import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
-
-import chess
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -61,68 +62,12 @@ from actors.gate import match_settings  # noqa: E402
 from actors.loop import Ledger, run_pipeline  # noqa: E402
 from actors.selfplay import init_ray  # noqa: E402
 from pipeline.config import Config, load_config  # noqa: E402
+from pipeline.endgames import endgame_fens, write_epd  # noqa: E402
 from pipeline.evaluation.match import Opening, load_openings  # noqa: E402
 from pipeline.stats import elo_to_score  # noqa: E402
 
-STRONG_PIECES = {"KQK": chess.QUEEN, "KRK": chess.ROOK}
 MATE_PLIES = 100  # 50 moves of each side
 DEFENCE = "stockfish:depth=10"
-
-
-def endgame_fens(count: int, seed: int, max_mate: int, exclude: frozenset[str] = frozenset()) -> list[str]:
-    """``count`` distinct legal KQK/KRK positions, White strong and to move, not
-    over, the heavy piece not en prise, in which Stockfish sees a forced mate
-    in 1..``max_mate`` moves, as many at each distance (``max_mate`` 0: any
-    random placement)."""
-    import chess.engine
-
-    from pipeline.players.stockfish import find_stockfish
-
-    rng = random.Random(seed)
-    buckets: dict[int, list[str]] = {}
-    per_bucket = math.ceil(count / max(max_mate, 1))
-    seen = set(exclude)
-    kinds = list(STRONG_PIECES.values())
-    attempt = 0
-    with chess.engine.SimpleEngine.popen_uci(find_stockfish()) as engine:
-        while sum(map(len, buckets.values())) < count:
-            attempt += 1
-            board = _random_endgame(rng, kinds[attempt % len(kinds)])
-            if board is None or board.fen() in seen:
-                continue
-            seen.add(board.fen())
-            distance = 0
-            if max_mate:
-                score = engine.analyse(board, chess.engine.Limit(depth=2 * max_mate + 4))["score"].white()
-                distance = score.mate() or 0
-                if not 0 < distance <= max_mate:
-                    continue
-            bucket = buckets.setdefault(distance, [])
-            if len(bucket) < per_bucket:
-                bucket.append(board.fen())
-    fens = [fen for distance in sorted(buckets) for fen in buckets[distance]][:count]
-    rng.shuffle(fens)
-    return fens
-
-
-def _random_endgame(rng: random.Random, piece: chess.PieceType) -> chess.Board | None:
-    squares = rng.sample(range(64), 3)
-    board = chess.Board(None)
-    board.set_piece_at(squares[0], chess.Piece(chess.KING, chess.WHITE))
-    board.set_piece_at(squares[1], chess.Piece(piece, chess.WHITE))
-    board.set_piece_at(squares[2], chess.Piece(chess.KING, chess.BLACK))
-    if not board.is_valid() or board.is_game_over():
-        return None
-    board.turn = chess.BLACK  # could the black king take the piece? then it is en prise
-    hanging = board.is_valid() and any(move.to_square == squares[1] for move in board.legal_moves)
-    board.turn = chess.WHITE
-    return None if hanging else board
-
-
-def write_epd(path: Path, fens: list[str], label: str) -> None:
-    lines = [f"# {label}, made by bench/learning.py"]
-    lines += [f'{" ".join(fen.split()[:4])} id "{label} {i + 1}";' for i, fen in enumerate(fens)]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float, float]:
@@ -315,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-generations", type=int, default=50)
     parser.add_argument("--preset", default="cpu")
     parser.add_argument("--train-positions", type=int, default=600, help="generated endgame starts for self-play")
+    parser.add_argument("--kinds", default="KQK,KRK", help="endgame kinds of the starts (pipeline/endgames.py)")
     parser.add_argument("--max-mate", type=int, default=6,
                         help="endgame starts with a forced mate in at most this many moves (Stockfish; 0: any)")
     parser.add_argument("--endgame-simulations", type=int, default=64, help="search.num_simulations in endgames")
@@ -335,10 +281,12 @@ def main(argv: list[str] | None = None) -> int:
     phases = []
     if args.phase in ("endgame", "both"):
         if not (out / "endgames_eval.epd").exists():  # a rerun continues with the same starts
-            train = endgame_fens(args.train_positions, seed=1, max_mate=args.max_mate)
-            held_out = endgame_fens(args.eval_positions, seed=2, max_mate=args.max_mate, exclude=frozenset(train))
-            write_epd(out / "endgames_train.epd", train, "KQK/KRK")
-            write_epd(out / "endgames_eval.epd", held_out, "held-out KQK/KRK")
+            train = endgame_fens(args.kinds, args.train_positions, seed=1, max_mate=args.max_mate)
+            held_out = endgame_fens(args.kinds, args.eval_positions, seed=2, max_mate=args.max_mate, exclude=train)
+            label = args.kinds.replace(",", "/")
+            write_epd(out / "endgames_train.epd", train, label, header=f"{label}, made by bench/learning.py")
+            write_epd(out / "endgames_eval.epd", held_out, f"held-out {label}",
+                      header=f"held-out {label}, made by bench/learning.py")  # fmt: skip
         overrides = [f"selfplay.start_positions={(out / 'endgames_train.epd').resolve()}",
                      f"gating.openings={(out / 'endgames_eval.epd').resolve()}",
                      f"selfplay.max_plies={MATE_PLIES}", f"gating.max_plies={MATE_PLIES}",

@@ -35,9 +35,10 @@ class Opening:
 
 def load_openings(path: str | Path) -> list[Opening]:
     """Openings from an EPD file (``id "name";`` op names them) or plain FENs."""
-    from pipeline.selfplay import load_start_positions
+    from pipeline.selfplay import load_start_positions, project_file
 
     openings = []
+    path = project_file(path)  # a relative book missing here: the project's (data/...)
     lines = [line for line in Path(path).read_text(encoding="utf-8").splitlines() if line.split("#", 1)[0].strip()]
     for index, fen in enumerate(load_start_positions(path)):
         name = f"#{index + 1}"

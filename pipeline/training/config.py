@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from pipeline.config_errors import ConfigError
 
+VALUE_TARGETS = ("z", "q", "mix")
+
 OPTIMIZERS = ("sgd", "adam", "adamw")
 L2_MODES = ("loss", "optimizer")
 DEVICES = ("auto", "cpu", "cuda")
@@ -41,6 +43,12 @@ class TrainConfig:
             applied as the optimizer's ``weight_decay`` (2c on the same
             weights; decoupled for AdamW).  ``loss/l2`` logs c * ||theta||^2 either way.
         value_weight: weight of the value MSE in the loss (AlphaZero: 1).
+        value_target: what the value head learns: ``z`` the game outcome
+            (AlphaZero), ``q`` the stored root q of the search (or
+            Stockfish's value of a labelled position), ``mix``
+            ``(1 - q_ratio) * z + q_ratio * q`` (lc0's q-ratio; KataGo trains
+            on both).  Rows with no q (PGN games) keep z.
+        q_ratio: the weight of q in a ``mix`` target, in [0, 1].
         window_positions: the replay window: training positions
             (``full_search`` rows) read from the most recent shards.
         window_growth: KataGo's growing window: with N training positions in
@@ -81,6 +89,8 @@ class TrainConfig:
     l2: float = 1e-4
     l2_mode: str = "loss"
     value_weight: float = 1.0
+    value_target: str = "z"
+    q_ratio: float = 0.5
     window_positions: int = 500_000
     window_growth: float = 0.0
     window_exponent: float = 0.65
@@ -125,6 +135,8 @@ class TrainConfig:
             "window_exponent", self.window_exponent, 0 < self.window_exponent <= 1, "in (0, 1]"
         )
         _choice("optimizer", self.optimizer, OPTIMIZERS)
+        _choice("value_target", self.value_target, VALUE_TARGETS)
+        _require("q_ratio", self.q_ratio, 0 <= self.q_ratio <= 1, "in [0, 1]")
         _choice("l2_mode", self.l2_mode, L2_MODES)
         _choice("device", self.device, DEVICES)
         _choice("precision", self.precision, PRECISIONS)

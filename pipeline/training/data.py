@@ -42,6 +42,7 @@ import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from pipeline.shards import decode_planes, decode_targets, select_training_rows
+from pipeline.training.targets import Q_COLUMNS, value_targets
 from pipeline.training.config import TrainConfig
 from pipeline.training.window import Piece, TrainDataError, Window, build_window
 
@@ -65,6 +66,7 @@ TRAINING_COLUMNS = (
     "policy_prob",
     "z",
     "full_search",
+    *Q_COLUMNS,
 )
 """The shard columns training reads."""
 
@@ -105,6 +107,8 @@ class StreamSpec:
         seed: the run's seed.
         consumer: its number (seeds its permutations).
         policy_encoding: the network's policy encoding (the size of pi).
+        value_target: ``z``, ``q`` or ``mix`` (:mod:`pipeline.training.targets`).
+        q_ratio: the weight of q in a ``mix`` target.
     """
 
     pieces: tuple[Piece, ...]
@@ -113,6 +117,8 @@ class StreamSpec:
     seed: int
     consumer: int
     policy_encoding: str
+    value_target: str = "z"
+    q_ratio: float = 0.5
 
     @property
     def positions(self) -> int:
@@ -168,7 +174,8 @@ def batch_stream(spec: StreamSpec, skip: int = 0) -> Iterator[Batch]:
             order = spec.permutation(epoch, number, rows)
             for index in range(skip, count):
                 rows_of_batch = order[index * spec.batch_size : (index + 1) * spec.batch_size]
-                yield decode_batch(table.take(pa.array(rows_of_batch)), spec.policy_encoding)
+                batch = table.take(pa.array(rows_of_batch))
+                yield decode_batch(batch, spec.policy_encoding, spec.value_target, spec.q_ratio)
             skip = 0
         epoch += 1
 
@@ -200,11 +207,14 @@ def load_piece(piece: Piece) -> pa.Table:
     return training.slice(piece.start, piece.rows)
 
 
-def decode_batch(table: pa.Table, policy_encoding: str) -> Batch:
-    """(planes uint8, dense pi, z) tensors of a table of training rows."""
+def decode_batch(
+    table: pa.Table, policy_encoding: str, value_target: str = "z", q_ratio: float = 0.5
+) -> Batch:
+    """(planes uint8, dense pi, value target) tensors of a table of training rows."""
     planes = decode_planes(table)
     pi, z = decode_targets(table, policy_encoding)
-    return torch.from_numpy(planes), torch.from_numpy(pi), torch.from_numpy(z)
+    target = value_targets(table, z, value_target, q_ratio)
+    return torch.from_numpy(planes), torch.from_numpy(pi), torch.from_numpy(target)
 
 
 class WindowDataset(IterableDataset):
@@ -250,6 +260,8 @@ class WindowDataset(IterableDataset):
             self.config.seed,
             consumer,
             self.policy_encoding,
+            self.config.value_target,
+            self.config.q_ratio,
         )
 
     def __iter__(self) -> Iterator[Batch]:

@@ -1,0 +1,255 @@
+"""Endgame start positions: seeded, legal, playable, optionally filtered by
+Stockfish's mate distance.
+
+A *kind* names the material as ``K<strong pieces>K<weak pieces>`` with the
+piece letters ``Q R B N P``: ``KQK`` (king and queen against king), ``KRK``,
+``KBBK`` (the two bishops always on opposite colours), ``KBNK``, ``KPK``,
+``KQKR``...  The strong side (the pieces after the first ``K``) is to move.
+
+A generated position is legal (``chess.Board.is_valid``), not over, and no
+strong piece stands en prise to the weak side (a queen next to the lone king
+teaches nothing but how to lose it).  With ``max_mate`` the positions are kept
+only when Stockfish sees a forced mate for the strong side in 1..``max_mate``
+moves, as many at each distance: uniformly random placements rarely end in
+mate in self-play from a random network (``bench/learning.py``: 2 mates in
+192 games), mates in at most 6 moves often enough to be learnt from.
+
+``zerochess endgames --out FILE.epd --kinds KQK,KRK --count 600 --max-mate 6``
+writes such a file for ``selfplay.start_positions`` or ``gating.openings``;
+:mod:`pipeline.curriculum` generates starts per generation without Stockfish.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import chess
+
+from pipeline.config_errors import ConfigError
+
+__all__ = [
+    "DEFAULT_KINDS",
+    "EndgameKind",
+    "endgame_fens",
+    "parse_kind",
+    "parse_kinds",
+    "random_endgame",
+    "write_epd",
+]
+
+DEFAULT_KINDS = ("KQK", "KRK")
+"""The easiest mates (the curriculum's first stage)."""
+
+SIDES = ("white", "black", "random")
+_LETTERS = {"Q": chess.QUEEN, "R": chess.ROOK, "B": chess.BISHOP, "N": chess.KNIGHT, "P": chess.PAWN}
+_MAX_PIECES = 7  # besides the two kings: more than any ending worth a curriculum
+
+
+@dataclass(frozen=True)
+class EndgameKind:
+    """Material of an ending: the strong side's pieces and the weak side's (kings aside)."""
+
+    name: str
+    strong: tuple[chess.PieceType, ...]
+    weak: tuple[chess.PieceType, ...]
+
+
+def parse_kind(name: str) -> EndgameKind:
+    """``KQK`` -> queen against nothing; ``KQKR`` -> queen against rook.
+
+    Raises :class:`~pipeline.config_errors.ConfigError` naming the kind."""
+    text = name.strip().upper()
+    if not text.startswith("K") or text.count("K") != 2:
+        raise ConfigError(f"endgame kind {name!r} must read K<pieces>K<pieces>, e.g. KQK, KRK, KBNK, KQKR")
+    strong_text, weak_text = text[1:].split("K")
+    letters = strong_text + weak_text
+    unknown = sorted({letter for letter in letters if letter not in _LETTERS})
+    if unknown:
+        raise ConfigError(f"endgame kind {name!r}: unknown piece letter(s) {', '.join(unknown)} (use Q R B N P)")
+    if not strong_text:
+        raise ConfigError(f"endgame kind {name!r}: the strong side needs at least one piece besides its king")
+    if len(letters) > _MAX_PIECES:
+        raise ConfigError(f"endgame kind {name!r}: at most {_MAX_PIECES} pieces besides the kings")
+    return EndgameKind(text, tuple(_LETTERS[c] for c in strong_text), tuple(_LETTERS[c] for c in weak_text))
+
+
+def parse_kinds(kinds: str | Iterable[str]) -> list[EndgameKind]:
+    """Kinds from ``"KQK,KRK"`` or a list of names (at least one)."""
+    names = [part for part in (kinds.split(",") if isinstance(kinds, str) else kinds) if part.strip()]
+    if not names:
+        raise ConfigError("no endgame kinds given (e.g. KQK,KRK)")
+    return [parse_kind(name) for name in names]
+
+
+def random_endgame(rng: random.Random, kind: EndgameKind, strong: chess.Color = chess.WHITE) -> chess.Board | None:
+    """One random placement of ``kind`` with the ``strong`` side to move, or
+    None when it is illegal, over, or leaves a strong piece en prise."""
+    pieces = [(chess.KING, chess.WHITE), (chess.KING, chess.BLACK)]
+    pieces += [(piece, chess.WHITE) for piece in kind.strong] + [(piece, chess.BLACK) for piece in kind.weak]
+    squares = rng.sample(range(64), len(pieces))
+    board = chess.Board(None)
+    for square, (piece, colour) in zip(squares, pieces):
+        board.set_piece_at(square, chess.Piece(piece, colour))
+    if not _bishops_on_both_colours(board, kind):
+        return None
+    board.turn = chess.WHITE
+    if not board.is_valid() or board.is_game_over():
+        return None
+    if _strong_piece_en_prise(board):
+        return None
+    return board if strong == chess.WHITE else board.mirror()
+
+
+def _bishops_on_both_colours(board: chess.Board, kind: EndgameKind) -> bool:
+    """Two or more strong bishops stand on both square colours (KBBK is a win only then)."""
+    if kind.strong.count(chess.BISHOP) < 2:
+        return True
+    bishops = board.pieces(chess.BISHOP, chess.WHITE)
+    return bool(bishops & chess.BB_LIGHT_SQUARES) and bool(bishops & chess.BB_DARK_SQUARES)
+
+
+def _strong_piece_en_prise(board: chess.Board) -> bool:
+    """Could the weak side (Black here), were it to move, capture a strong piece?"""
+    weak_to_move = board.copy(stack=False)
+    weak_to_move.turn = chess.BLACK
+    if not weak_to_move.is_valid():  # White would be in check with Black to move: a capture is possible
+        return True
+    return any(weak_to_move.color_at(move.to_square) == chess.WHITE for move in weak_to_move.legal_moves)
+
+
+def endgame_fens(
+    kinds: str | Sequence[str],
+    count: int,
+    seed: int,
+    *,
+    max_mate: int = 0,
+    strong: str = "white",
+    exclude: Iterable[str] = (),
+    stockfish_path: str = "",
+    max_attempts: int = 0,
+) -> list[str]:
+    """``count`` distinct starts of the given kinds (in turn: as many of each), seeded.
+
+    Args:
+        kinds: ``"KQK,KRK"`` or a list of kind names.
+        count: positions wanted (>= 1).
+        seed: the same seed gives the same positions (with ``max_mate``: on
+            the same Stockfish build, which searches on one thread).
+        max_mate: when > 0, keep a position only when Stockfish finds a
+            forced mate for the strong side in 1..``max_mate`` moves (search
+            depth ``2 * max_mate + 4``), as many at each distance.
+        strong: ``white``, ``black`` or ``random``: the strong side (always to move).
+        exclude: FENs not to return (e.g. the training starts, for held-out ones).
+        stockfish_path: the Stockfish binary (empty: PATH, then /usr/games/stockfish).
+        max_attempts: give up (ConfigError) after this many placements; 0:
+            ``2000 * count`` without a filter, ``20000 * count`` with one.
+
+    Raises:
+        ConfigError: bad arguments, or not enough positions found.
+    """
+    parsed = parse_kinds(kinds)
+    if count < 1:
+        raise ConfigError(f"endgame count must be >= 1, got {count}")
+    if max_mate < 0:
+        raise ConfigError(f"max_mate must be >= 0, got {max_mate}")
+    if strong not in SIDES:
+        raise ConfigError(f"strong side must be one of {', '.join(SIDES)}, got {strong!r}")
+    limit = max_attempts or count * (20000 if max_mate else 2000)
+    if max_mate:
+        import chess.engine
+
+        with chess.engine.SimpleEngine.popen_uci(_stockfish(stockfish_path)) as engine:
+            # one thread, a fixed hash: the same positions in the same order give the same answers
+            engine.configure({"Threads": 1, "Hash": 16})
+            return _generate(parsed, count, seed, max_mate, strong, set(exclude), limit, engine)
+    return _generate(parsed, count, seed, 0, strong, set(exclude), limit, None)
+
+
+def _generate(
+    kinds: list[EndgameKind],
+    count: int,
+    seed: int,
+    max_mate: int,
+    strong: str,
+    seen: set[str],
+    limit: int,
+    engine: object | None,
+) -> list[str]:
+    rng = random.Random(seed)
+    buckets: dict[int, list[str]] = {}
+    per_bucket = math.ceil(count / max(max_mate, 1))
+    found = turn = 0  # the kinds take turns: the next one after each position kept (or a full bucket)
+    for _ in range(limit):
+        side = chess.WHITE if strong == "white" else chess.BLACK if strong == "black" else rng.random() < 0.5
+        board = random_endgame(rng, kinds[turn % len(kinds)], side)
+        if board is None or board.fen() in seen:
+            continue
+        seen.add(board.fen())
+        distance = _mate_distance(engine, board, _needed(buckets, per_bucket, max_mate)) if engine else 0
+        if max_mate and not 0 < distance <= max_mate:
+            continue
+        turn += 1
+        bucket = buckets.setdefault(distance, [])
+        if len(bucket) < per_bucket:
+            bucket.append(board.fen())
+            found += 1
+            if found >= count:
+                break
+    fens = [fen for distance in sorted(buckets) for fen in buckets[distance]][:count]
+    if len(fens) < count:
+        names = ",".join(kind.name for kind in kinds)
+        raise ConfigError(
+            f"found only {len(fens)} of {count} {names} starts in {limit} placements"
+            + (f" with a mate in at most {max_mate} moves" if max_mate else "")
+        )
+    rng.shuffle(fens)
+    return fens
+
+
+def _needed(buckets: dict[int, list[str]], per_bucket: int, max_mate: int) -> int:
+    """The longest mate distance whose bucket is not full yet (the search need not see further)."""
+    return max((d for d in range(1, max_mate + 1) if len(buckets.get(d, ())) < per_bucket), default=max_mate)
+
+
+def _mate_distance(engine: object, board: chess.Board, max_mate: int) -> int:
+    """Moves to the strong side's (the side to move's) forced mate as Stockfish
+    sees it at depth ``2 * max_mate + 4``; 0 when it sees none (or none within
+    ``max_mate`` moves).  A mate in one is found without Stockfish."""
+    import chess.engine
+
+    if max_mate == 1:
+        return int(any(board.is_checkmate() for board in _after_each_move(board)))
+    info = engine.analyse(board, chess.engine.Limit(depth=2 * max_mate + 4))  # type: ignore[attr-defined]
+    return info["score"].pov(board.turn).mate() or 0
+
+
+def _after_each_move(board: chess.Board) -> list[chess.Board]:
+    boards = []
+    for move in board.legal_moves:
+        after = board.copy(stack=False)
+        after.push(move)
+        boards.append(after)
+    return boards
+
+
+def _stockfish(configured: str) -> str:
+    from pipeline.players.base import PlayerError
+    from pipeline.players.stockfish import find_stockfish
+
+    try:
+        return find_stockfish(configured)
+    except PlayerError as error:
+        raise ConfigError(f"the mate-distance filter (max_mate) needs Stockfish: {error}") from error
+
+
+def write_epd(path: str | Path, fens: Sequence[str], label: str, header: str = "") -> None:
+    """Write ``fens`` as an EPD file (``id "LABEL N"``), with ``# header`` lines
+    (e.g. the command that made it), readable by ``selfplay.start_positions``
+    and ``gating.openings``."""
+    lines = [f"# {line}" for line in (header or f"{label}, made by pipeline/endgames.py").splitlines()]
+    lines += [f'{" ".join(fen.split()[:4])} id "{label} {i + 1}";' for i, fen in enumerate(fens)]
+    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -39,6 +39,8 @@ class MatchSettings:
         max_plies: a game this long is a draw.
         workers: Ray actors.
         event: PGN ``Event`` header.
+        num_cpus: Ray ``num_cpus`` of each actor.
+        num_gpus: Ray ``num_gpus`` of each actor.
     """
 
     context: PlayerContext = PlayerContext()
@@ -46,6 +48,8 @@ class MatchSettings:
     max_plies: int = 400
     workers: int = 2
     event: str = "zerochess match"
+    num_cpus: float = 1.0
+    num_gpus: float = 0.0
 
 
 class MatchActor:
@@ -98,7 +102,8 @@ def run_tournament(
         raise ValueError(f"SPRT needs exactly two players, got {len(players)}")
     tasks = schedule(players, openings, pairs_per_pairing)
     report = TournamentReport(players, sprt=Sprt(sprt) if sprt is not None else None)
-    actor_class = ray.remote(num_cpus=1, max_restarts=1, max_task_retries=1)(MatchActor)
+    actor_class = ray.remote(num_cpus=settings.num_cpus, num_gpus=settings.num_gpus, max_restarts=1,
+                             max_task_retries=1)(MatchActor)  # fmt: skip
     actors = [actor_class.remote(settings) for _ in range(min(settings.workers, len(tasks)))]
     try:
         _drain(actors, tasks, report, pgn_path, on_pair)

@@ -53,7 +53,8 @@ def match_settings(config: Config) -> MatchSettings:
         engine_timeout_s=gating.engine_timeout_s,
     )
     limits = Limits(movetime_s=gating.movetime_s) if gating.movetime_s > 0 else None
-    return MatchSettings(context, limits, gating.max_plies, gating.workers, event="zerochess gate")
+    return MatchSettings(context, limits, gating.max_plies, gating.workers, event="zerochess gate",
+                         num_cpus=gating.cpus_per_worker, num_gpus=gating.gpus_per_worker)  # fmt: skip
 
 
 def run_gate(

@@ -44,16 +44,24 @@ def main(argv: list[str] | None = None) -> int:
     run_args = [*run_args, "--ray-address", own.ray_address]
     out = _option(run_args, "--out", "runs/pipeline")
     started = time.time()
-    from actors.submit import repo_root, run_on_trainer
+    from actors.submit import loop_mode, repo_root, run_on_trainer
 
-    print(f"submit_run: the loop waits for a node with the 'trainer' resource "
-          f"and {own.trainer_gpus:g} GPU(s)", flush=True)  # fmt: skip
+    mode = loop_mode(run_args)
+    if mode == "async":
+        print("submit_run: run.mode async: the loop coordinates from any node; its trainer actor "
+              "takes the 'trainer' resource", flush=True)  # fmt: skip
+    else:
+        print(f"submit_run: the loop waits for a node with the 'trainer' resource "
+              f"and {own.trainer_gpus:g} GPU(s)", flush=True)  # fmt: skip
     code = run_on_trainer(run_args, own.trainer_gpus, own.ray_address)
-    summary = {"exit": code, "ran_on": "trainer node", "seconds": round(time.time() - started, 1), "out": out}
+    summary = {"exit": code, "ran_on": "any node" if mode == "async" else "trainer node",
+               "seconds": round(time.time() - started, 1), "out": out}  # fmt: skip
     metrics = Path(out) if Path(out).is_absolute() else repo_root() / out
     if (metrics / "metrics.json").exists():  # the run's figures (see actors/loop.py)
         figures = json.loads((metrics / "metrics.json").read_text())
         summary["generations"] = len(figures.get("generations", []))
+        if "candidates" in figures:  # run.mode async (see actors/async_loop.py)
+            summary["candidates"] = len(figures["candidates"])
         summary["last"] = figures.get("last", {})
     print("submit_run: " + json.dumps(summary, default=str), flush=True)
     return int(code)

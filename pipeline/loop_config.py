@@ -6,29 +6,82 @@ from dataclasses import dataclass
 
 from pipeline.config_errors import ConfigError
 
+MODES = ("sync", "async")
+
 
 @dataclass(frozen=True)
 class RunConfig:
-    """Generations of self-play -> training -> gating.
+    """The loop: self-play -> training -> gating, in generations or all at once.
 
     Attributes:
-        generations: generations to play (a rerun continues up to this count).
-        games_per_generation: self-play games per generation.
+        mode: ``sync``: generation after generation (self-play, then training,
+            then the gate; ``actors/loop.py``); ``async``: a self-play pool,
+            a trainer and a gatekeeper run at the same time
+            (``actors/async_loop.py``).
+        generations: sync: generations to play; async: candidates the trainer
+            exports (and the gatekeeper gates) before the run ends.  A rerun
+            continues up to this count.
+        games_per_generation: sync: self-play games per generation; async:
+            games the pool plays before the trainer starts (the first window).
         model_name: MLflow registered model the promoted nets are versions of
             (the latest promoted carries the alias ``champion``).
         shards: where the self-play shards go: a folder or a pyarrow
             filesystem URI (``s3://bucket/run/shards``, ``gs://...``,
-            ``file:///...``); empty: ``OUT/shards``.
+            ``file:///...``); empty: ``OUT/shards``.  The async loop needs a
+            folder every role can read (shared storage on a cluster).
+        candidate_every_steps: async: optimizer steps between two candidates
+            the trainer exports for gating.
+        train_samples_per_position: async: the trainer's ratio control
+            (KataGo): it trains at most this many samples (steps x batch
+            size) per training position self-play has produced, and waits
+            when it is ahead; when self-play produces faster than the trainer
+            consumes, the status and the trainer's metrics say so.
+        trainer_cpus: async: Ray ``num_cpus`` of the trainer actor.
+        trainer_gpus: async: Ray ``num_gpus`` of the trainer actor.
+        trainer_resource: async: a custom Ray resource the trainer actor
+            needs one unit of (``trainer`` on a cluster whose training node
+            declares it); empty: none.
+        selfplay_resource: async: a custom Ray resource each self-play actor
+            needs one unit of (``selfplay`` on the self-play nodes); empty: none.
+        gate_cpus: async: Ray ``num_cpus`` of the gatekeeper actor (it only
+            coordinates: its match actors take ``gating``'s resources).
+        gate_resource: async: a custom Ray resource of the gatekeeper actor;
+            empty: none.
+        gates_in_flight: async: candidates gated at the same time (a newer
+            candidate waits while this many are being gated).
+        role_max_restarts: async: times the trainer or the gatekeeper is
+            started again after its process or node died (the trainer resumes
+            from its checkpoint, the gatekeeper gates the candidate again).
     """
 
+    mode: str = "sync"
     generations: int = 10
     games_per_generation: int = 128
     model_name: str = "zerochess"
     shards: str = ""
+    candidate_every_steps: int = 200
+    train_samples_per_position: float = 4.0
+    trainer_cpus: float = 1.0
+    trainer_gpus: float = 0.0
+    trainer_resource: str = ""
+    selfplay_resource: str = ""
+    gate_cpus: float = 0.0
+    gate_resource: str = ""
+    gates_in_flight: int = 1
+    role_max_restarts: int = 3
 
     def __post_init__(self) -> None:
-        for name in ("generations", "games_per_generation"):
+        if self.mode not in MODES:
+            raise ConfigError(f"run.mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        for name in ("generations", "games_per_generation", "candidate_every_steps", "gates_in_flight"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"run.{name} must be >= 1, got {getattr(self, name)!r}")
+        for name in ("trainer_cpus", "trainer_gpus", "gate_cpus", "role_max_restarts"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"run.{name} must be >= 0, got {getattr(self, name)!r}")
+        if not self.train_samples_per_position > 0:
+            raise ConfigError(
+                f"run.train_samples_per_position must be > 0, got {self.train_samples_per_position!r}"
+            )
         if not self.model_name:
             raise ConfigError("run.model_name must not be empty")

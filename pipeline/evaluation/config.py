@@ -34,6 +34,9 @@ class GatingConfig:
             without the kind (``skill=0:nodes=100``); empty skips the ladder.
         ladder_games: games against each ladder level.
         workers: Ray actors playing games in parallel.
+        cpus_per_worker: Ray ``num_cpus`` of each match actor.
+        gpus_per_worker: Ray ``num_gpus`` of each match actor (fractions
+            share a GPU: the cluster preset gates on GPU slices).
         engine_timeout_s: seconds past its move limit before an engine is
             taken as frozen and restarted.
     """
@@ -52,12 +55,17 @@ class GatingConfig:
     ladder: tuple[str, ...] = ("skill=0:depth=1", "skill=3:depth=3", "skill=8:depth=6")
     ladder_games: int = 20
     workers: int = 2
+    cpus_per_worker: float = 1.0
+    gpus_per_worker: float = 0.0
     engine_timeout_s: float = 10.0
 
     def __post_init__(self) -> None:
         for name in ("simulations", "max_plies", "max_games", "ladder_games", "workers"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"gating.{name} must be >= 1, got {getattr(self, name)!r}")
+        for name in ("cpus_per_worker", "gpus_per_worker"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"gating.{name} must be >= 0, got {getattr(self, name)!r}")
         if self.movetime_s < 0 or self.engine_timeout_s <= 0:
             raise ConfigError(
                 f"gating.movetime_s must be >= 0 and gating.engine_timeout_s > 0, got "

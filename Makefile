@@ -46,7 +46,7 @@ stockfish:
 	else \
 	  echo "stockfish: installing Debian's package"; \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq stockfish; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq stockfish >/dev/null; \
 	fi
 
 # tests/test_cluster_local.py runs `ray up`/`ray submit` against a local sshd;
@@ -58,13 +58,13 @@ ssh-tools:
 	else \
 	  echo "ssh tools: installing Debian's openssh-server, openssh-client and rsync"; \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server openssh-client rsync; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server openssh-client rsync >/dev/null; \
 	fi
 
 install: $(STAMP) stockfish
 
 demo: install
-	RAY_AUTH_MODE=$${RAY_AUTH_MODE:-disabled} $(VENV)/bin/zerochess run --preset cpu --out runs/demo $(DEMO_ARGS)
+	$(VENV)/bin/zerochess run --preset cpu --out runs/demo $(DEMO_ARGS)
 
 test: install ssh-tools
 	$(PY) -m pytest $(PYTEST_ARGS)

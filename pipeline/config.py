@@ -22,6 +22,7 @@ import yaml
 from models.net import NetConfig
 from models.search import SearchConfig
 from pipeline.config_errors import ConfigError
+from pipeline.curriculum import CurriculumStage, check_curriculum
 from pipeline.evaluation.config import GatingConfig
 from pipeline.loop_config import RunConfig
 from pipeline.supervised.config import SupervisedConfig
@@ -38,10 +39,18 @@ class SelfPlayConfig:
     Attributes:
         games_per_task: games one worker task plays side by side (their
             leaves share each network batch) and writes as one shard.
-        overlap_inference: split the games into two lanes so the network
-            evaluates one lane's leaves while the search works on the other's.
-            Worth it when the network runs on a GPU; on a 2-core CPU the two
-            compete for the cores (see ``bench/selfplay.py``).
+        overlap_inference: python backend (``search.backend: python``):
+            split the games into two lanes so the network evaluates one
+            lane's leaves while the search works on the other's.  Worth it
+            when the network runs on a GPU; on a 2-core CPU the two compete
+            for the cores (see ``bench/selfplay.py``).  The native backend
+            always double-buffers this way: its search runs in C++ threads
+            without the GIL, so it costs the network little.
+        search_threads: C++ threads of the native search that drive one
+            worker's games (``search.backend: native``; the python backend
+            searches on one thread).  1 on a small CPU, where the network
+            needs the cores; 4-8 per GPU actor, with enough games in flight
+            (``games_per_task``) to fill both the threads and the batches.
         max_plies: a game reaching this many plies ends as a draw
             (termination ``max_plies``).
         full_search_prob: playout cap randomization (KataGo): the share of
@@ -66,10 +75,29 @@ class SelfPlayConfig:
         threads_per_worker: ``torch.set_num_threads`` inside each actor.
         max_restarts: Ray restarts of a dead actor.
         max_task_retries: Ray retries of a task whose actor died.
+        adjudicate_material: not zero-knowledge (a deviation from AlphaZero,
+            which draws every game at its length limit): a game reaching
+            ``max_plies`` is won by the side ahead by at least
+            ``material_margin`` points (P1 N3 B3 R5 Q9), else drawn;
+            termination ``material`` (:mod:`pipeline.adjudication`).
+        material_margin: points ahead that win a material adjudication.
+        adjudicate_stockfish: not zero-knowledge: a game reaching
+            ``max_plies`` is scored by a short Stockfish search of its final
+            position: a win beyond ``stockfish_adjudication_cp`` (or a mate
+            score), else a draw; termination ``stockfish_adjudication``.
+            Stockfish missing is an error before the games start.
+        stockfish_adjudication_cp: centipawns beyond which Stockfish's score wins.
+        stockfish_adjudication_nodes: nodes of that Stockfish search.
+        stockfish_path: Stockfish binary for the adjudication; empty:
+            ``stockfish`` on PATH, else ``/usr/games/stockfish``.
+        curriculum: not zero-knowledge: stages of endgame start positions,
+            mixed with full games, by generation (:mod:`pipeline.curriculum`);
+            empty: every game from ``start_positions``.
     """
 
     games_per_task: int = 64
     overlap_inference: bool = False
+    search_threads: int = 1
     max_plies: int = 512
     full_search_prob: float = 0.25
     fast_simulations: int = 32
@@ -86,10 +114,18 @@ class SelfPlayConfig:
     threads_per_worker: int = 1
     max_restarts: int = 3
     max_task_retries: int = 3
+    adjudicate_material: bool = False
+    material_margin: int = 3
+    adjudicate_stockfish: bool = False
+    stockfish_adjudication_cp: int = 300
+    stockfish_adjudication_nodes: int = 20000
+    stockfish_path: str = ""
+    curriculum: tuple[CurriculumStage, ...] = ()
 
     def __post_init__(self) -> None:
         at_least_one = ("games_per_task", "max_plies", "fast_simulations", "resign_plies", "workers",
-                        "threads_per_worker")  # fmt: skip
+                        "threads_per_worker", "search_threads", "material_margin",
+                        "stockfish_adjudication_nodes")  # fmt: skip
         for name in at_least_one:
             _require(f"selfplay.{name}", getattr(self, name), getattr(self, name) >= 1, ">= 1")
         for name in ("random_plies", "cpus_per_worker", "gpus_per_worker", "max_restarts", "max_task_retries"):
@@ -99,6 +135,11 @@ class SelfPlayConfig:
             _require(f"selfplay.{name}", value, 0.0 <= value <= 1.0, "in [0, 1]")
         _require("selfplay.resign_threshold", self.resign_threshold, -1.0 <= self.resign_threshold <= 1.0, "in [-1, 1]")
         _require("selfplay.device", self.device, self.device in ("auto", "cpu", "cuda"), "auto, cpu or cuda")
+        _require("selfplay.stockfish_adjudication_cp", self.stockfish_adjudication_cp,
+                 self.stockfish_adjudication_cp >= 0, ">= 0")  # fmt: skip
+        both = self.adjudicate_material and self.adjudicate_stockfish
+        _require("selfplay.adjudicate_material", True, not both, "false when selfplay.adjudicate_stockfish is on")
+        check_curriculum(self.curriculum)
 
     @property
     def resign_enabled(self) -> bool:
@@ -254,7 +295,7 @@ PRESETS_DIR = Path(__file__).resolve().parents[1] / "presets"
 
 
 def preset_names() -> list[str]:
-    """The presets shipped in ``presets/`` (tiny, cpu, gpu, cluster)."""
+    """The presets shipped in ``presets/`` (tiny, cpu, gpu, cluster, endgame)."""
     return sorted(path.stem for path in PRESETS_DIR.glob("*.yaml"))
 
 
@@ -263,6 +304,8 @@ def _read_yaml(path: str | Path) -> dict[str, Any]:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as error:
         raise ConfigError(f"cannot read params file {path}: {error.strerror}") from error
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path}: not a YAML text file (byte {error.start} is not UTF-8)") from error
     try:
         loaded = yaml.safe_load(text)
     except yaml.YAMLError as error:
@@ -297,9 +340,10 @@ def load_config(
             raise ConfigError(f"unknown preset {preset!r}; presets: {', '.join(preset_names())}")
         data = _deep_merge(data, _read_yaml(PRESETS_DIR / f"{preset}.yaml"))
         source = f"{source} + preset {preset}"
-    if overrides:
-        data = apply_overrides(data, overrides)
-    return from_dict(Config, data, "", source)
+    if not overrides:
+        return from_dict(Config, data, "", source)
+    from_dict(Config, data, "", source)  # the file's own errors name the file
+    return from_dict(Config, apply_overrides(data, overrides), "", "--set")
 
 
 def dump_yaml(config: Config) -> str:

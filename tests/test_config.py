@@ -50,6 +50,8 @@ def test_overrides_are_parsed_and_validated() -> None:
         ("net.blocks=2.5", "net.blocks must be an integer"),
         ("search.fpu_mode=sideways", "fpu_mode"),
         ("selfplay.device=tpu", "selfplay.device"),
+        ("search.backend=cuda", "search.backend must be one of.*'cuda'"),
+        ("selfplay.search_threads=0", "selfplay.search_threads must be >= 1, got 0"),
         ("search", "expected key=value"),
     ],
 )
@@ -68,3 +70,11 @@ def test_errors_name_the_file(tmp_path: Path) -> None:
     bad.write_text("search: [1, 2\n")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_config(bad)
+
+
+@pytest.mark.parametrize("preset", ["tiny", "cpu", "gpu", "cluster", "endgame"])
+def test_every_preset_loads_over_params_yaml(preset: str) -> None:
+    config = load_config(ROOT / "params.yaml", preset=preset)
+    assert config.search.backend == "native"
+    if preset in ("gpu", "cluster"):  # many games in flight on several C++ search threads per GPU actor
+        assert config.selfplay.games_per_task >= 512 and config.selfplay.search_threads >= 4

@@ -22,6 +22,7 @@ from pipeline.commands.stage import (
     build_report,
     declared_params,
     link_window,
+    write_figures,
     write_report,
 )
 
@@ -132,6 +133,28 @@ def test_report_rows_metrics_and_plots(tmp_path: Path) -> None:
     assert json.loads(plots.read_text()) == rows
 
 
+def test_dvc_plots_show_the_report_figures_offline(tmp_path: Path) -> None:
+    """``dvc plots show`` embeds the report's PNGs (no script from a CDN
+    needed); the PNGs are byte-stable, as a DVC output of a rerun must be."""
+    rows = [{"generation": 1, "loss_total": 5.9, "elo_vs_best": 0.0, "score_vs_best": 0.5,
+             "ladder0_elo": -190.8, "ladder0_score": 0.0},
+            {"generation": 2, "loss_total": 5.7, "elo_vs_best": 35.0, "score_vs_best": 0.6,
+             "ladder0_elo": -120.0, "ladder0_score": 0.25}]  # fmt: skip
+    repo = tmp_path / "repo"
+    (repo / "reports").mkdir(parents=True)
+    shutil.copy(ROOT / "dvc.yaml", repo / "dvc.yaml")
+    write_report(rows, repo / "reports" / "metrics", repo / "reports" / "generations.json")
+    figures = write_figures(rows, repo / "reports" / "plots")
+    first = [path.read_bytes() for path in figures]
+    assert [path.read_bytes() for path in write_figures(rows, repo / "reports" / "plots")] == first
+    dvc(repo, "init", "--no-scm", "-q")
+    dvc(repo, "plots", "show", "-o", str(tmp_path / "html"))
+    page = (tmp_path / "html" / "index.html").read_text()
+    for name in ("loss", "elo"):
+        assert f'<img src="static/workspace_reports_plots_{name}.png"' in page
+        assert (tmp_path / "html" / "static" / f"workspace_reports_plots_{name}.png").read_bytes()
+
+
 # ---------------------------------------------------------------------------
 # dvc repro on a fresh copy: slow
 # ---------------------------------------------------------------------------
@@ -139,7 +162,8 @@ def test_report_rows_metrics_and_plots(tmp_path: Path) -> None:
 
 def copy_checkout(target: Path) -> Path:
     """The files git sees in this checkout (tracked and untracked, not
-    ignored, uncommitted edits included), committed to a new git repository."""
+    ignored, uncommitted edits included), committed to a new git repository,
+    plus the built native core."""
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=ROOT, capture_output=True, text=True, check=True,
@@ -149,6 +173,10 @@ def copy_checkout(target: Path) -> Path:
         if source.is_file():  # a tracked file deleted in the working tree is left out
             (target / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target / name)
+    # The native core is a build output (git-ignored): bring the built module
+    # along, as `pip install -e .` would have built it in a fresh clone.
+    for built in (ROOT / "models").glob("_native*.so"):
+        shutil.copy2(built, target / "models" / built.name)
     for command in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "checkout copy"]):
         subprocess.run(["git", *command], cwd=target, check=True, env=dvc_env())
     return target

@@ -413,6 +413,8 @@ class AsyncLoop:
         if slot not in self.slots:
             return
         index = self.slots.index(slot)
+        log.warning("self-play actor on node %s lost (ready=%s, restarts=%d, unplaced=%d): %s",
+                    slot.node, slot.ready, slot.restarts, slot.unplaced, error)  # fmt: skip
         _kill_quietly(slot.actor)
         # An actor that ran counts against selfplay.max_restarts; one that never
         # ran (its node was going away) is started again later, with a back-off.

@@ -448,7 +448,11 @@ def test_losing_a_self_play_node_mid_run(tmp_path: Path) -> None:
         f"{k}={v}" for k, v in {**FIT_TWO_CPUS, "gating.cpus_per_worker": 0.5, "run.trainer_cpus": 1,
                                 "run.selfplay_resource": "selfplay", "run.trainer_resource": "trainer",
                                 "run.candidate_every_steps": 10, "run.generations": 2,
-                                "selfplay.games_per_task": 8}.items()])  # fmt: skip
+                                "selfplay.games_per_task": 8,
+                                # A lost node takes both pool actors with it, and on a loaded
+                                # machine replacements can die again before Ray marks the node
+                                # dead (CI once lost all of them with the default 3).
+                                "selfplay.max_restarts": 10}.items()])  # fmt: skip
     out = tmp_path / "run"
     cluster = Cluster(initialize_head=True, connect=False, head_node_args={"num_cpus": 1, "include_dashboard": False})
     removed: dict[str, Any] = {}

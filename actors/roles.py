@@ -20,7 +20,8 @@ that :mod:`actors.async_loop` wraps with ``ray.remote``:
   atomically every ``train.checkpoint_every`` steps and at every candidate; a
   new actor (after a SIGKILL or a lost node) resumes from it.  It trains on
   ``train.device`` with ``train.precision``'s autocast (bf16/16-mixed on CUDA),
-  on one device (no DDP: ``train.devices`` is the synchronous loop's).
+  on one device (no DDP: ``train.devices`` above 1 is the synchronous loop's,
+  rejected with ``run.mode: async`` when the config loads).
 * :class:`GatekeeperActor` — gates a candidate with :func:`actors.gate.run_gate`
   (SPRT against the best, then the Stockfish ladder, on match actors).
 

@@ -37,7 +37,8 @@ class RunConfig:
             when it is ahead; when self-play produces faster than the trainer
             consumes, the status and the trainer's metrics say so.
         trainer_cpus: async: Ray ``num_cpus`` of the trainer actor.
-        trainer_gpus: async: Ray ``num_gpus`` of the trainer actor.
+        trainer_gpus: async: Ray ``num_gpus`` of the trainer actor (at most
+            1: the async trainer trains on one device, no DDP).
         trainer_resource: async: a custom Ray resource the trainer actor
             needs one unit of (``trainer`` on a cluster whose training node
             declares it); empty: none.
@@ -85,3 +86,20 @@ class RunConfig:
             )
         if not self.model_name:
             raise ConfigError("run.model_name must not be empty")
+        if self.mode == "async" and self.trainer_gpus > 1:
+            raise ConfigError(
+                f"run.trainer_gpus must be <= 1 with run.mode async (its trainer trains on one device, "
+                f"no DDP), got {self.trainer_gpus!r}; for DDP over several GPUs use run.mode sync"
+            )
+
+
+def check_training_devices(run: RunConfig, devices: int) -> None:
+    """The async trainer trains on one device: ``train.devices`` (``devices``)
+    above 1, which asks the synchronous loop's trainer for DDP, is rejected
+    with ``run.mode: async`` rather than silently ignored (0, "all present",
+    is one device there: the GPU Ray gives the trainer actor)."""
+    if run.mode == "async" and devices > 1:
+        raise ConfigError(
+            f"train.devices must be 0 or 1 with run.mode async (its trainer trains on one device, "
+            f"no DDP), got {devices!r}; for DDP over several GPUs use run.mode sync"
+        )

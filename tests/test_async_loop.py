@@ -4,44 +4,35 @@
 * a tiny async run end to end through ``zerochess run`` (every candidate
   promoted, so the pool switches nets): ledgers, shards tagged with the net
   version, MLflow's parent / trainer / candidate runs, a rerun does nothing;
-* chaos: SIGKILL a self-play actor, the trainer and the gatekeeper, truncate a
-  recorded shard, SIGKILL the driver and run it again: the run finishes,
-  every game id is in exactly one valid shard, every MLflow run is FINISHED
-  and no process is left;
 * a whole self-play node of a multi-node cluster on this machine
   (``ray.cluster_utils.Cluster``) is removed mid-run: the run goes on, nothing
   is lost or duplicated.
+
+The async chaos test (a pool actor, the trainer, the gatekeeper and the
+driver SIGKILLed, a shard truncated) is in ``tests/test_chaos.py``, beside
+the sync one; the helpers they share are in ``tests/run_helpers.py``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+from run_helpers import FIT_TWO_CPUS, assert_games_once, assert_mlflow, entries, run_command, run_env
 
 from pipeline.config import ConfigError, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
-TAG_ENV = "ZEROCHESS_CHAOS_TAG"
-# The three roles of a tiny run fit the two logical CPUs of this machine.
-FIT_TWO_CPUS = {
-    "run.mode": "async",
-    "selfplay.cpus_per_worker": 0.5,
-    "run.trainer_cpus": 0.5,
-    "gating.cpus_per_worker": 0.25,
-    "gating.max_games": 2,  # one pair against the best, one against the ladder: gates stay short
-}
 
 
 # -- fast checks ---------------------------------------------------------------
@@ -61,6 +52,19 @@ FIT_TWO_CPUS = {
 def test_bad_async_settings_name_the_key(override: str, key: str) -> None:
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         load_config(ROOT / "params.yaml", [override])
+
+
+@pytest.mark.parametrize(
+    ("override", "key"), [("train.devices=2", "train.devices"), ("run.trainer_gpus=2", "run.trainer_gpus")]
+)
+def test_ddp_is_rejected_in_async_mode_naming_the_keys(override: str, key: str) -> None:
+    """The async trainer trains on one device: asking it for several (DDP, the
+    sync trainer's) fails at load time naming the key and the mode."""
+    with pytest.raises(ConfigError, match=re.escape(key) + r" must be .* with run\.mode async"):
+        load_config(ROOT / "params.yaml", ["run.mode=async", override])
+    assert load_config(ROOT / "params.yaml", ["run.mode=sync", override]).run.mode == "sync"
+    for one in ("train.devices=1", "train.devices=0", "run.trainer_gpus=1"):
+        assert load_config(ROOT / "params.yaml", ["run.mode=async", one]).run.mode == "async"
 
 
 def test_modes_of_the_presets() -> None:
@@ -187,76 +191,6 @@ def test_trainer_resumes_from_its_state_as_if_never_stopped(tmp_path: Path) -> N
         assert torch.equal(a, b)
 
 
-# -- shared checks of a finished run ---------------------------------------------
-
-
-def _entries(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    entries = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            entries.append(json.loads(line))
-        except json.JSONDecodeError:
-            pass
-    return entries
-
-
-def assert_games_once(out: Path) -> dict[str, str]:
-    """Every recorded game id is in exactly one valid shard, once, and every
-    shard's positions carry the net version of its task name; returns game -> shard."""
-    from actors.async_loop import parse_task
-    from pipeline.shards import list_shards, read_shard
-
-    recorded = [game for entry in _entries(out / "games.jsonl") for game in entry["games"]]
-    assert len(recorded) == len(set(recorded)) > 0
-    owner: dict[str, str] = {}
-    for path in list_shards(out / "shards"):
-        table = read_shard(path, check_legality=False)
-        version, _ = parse_task(Path(path).stem)  # type: ignore[misc]
-        assert set(table.column("generation").to_pylist()) == {version}, path
-        games, plies = table.column("game_id").to_pylist(), table.column("ply").to_pylist()
-        assert len(set(zip(games, plies))) == table.num_rows, f"{path}: a position twice"
-        for game in set(games):
-            assert game not in owner, f"game {game} in {owner.get(game)} and {path}"
-            owner[game] = path
-    assert sorted(owner) == sorted(recorded)
-    return owner
-
-
-def assert_mlflow(out: Path, candidates: int) -> list[Any]:
-    """One parent run; the initial net's run, the trainer's run and one run per
-    candidate nested under it; all FINISHED."""
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(f"sqlite:///{out}/mlflow.db")
-    runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
-    names = sorted(run.info.run_name for run in runs)
-    expected = [f"pipeline {out.name}", "gen0000", "trainer", *(f"candidate{i:04d}" for i in range(1, candidates + 1))]
-    assert names == sorted(expected), names
-    assert {run.info.run_name: run.info.status for run in runs if run.info.status != "FINISHED"} == {}
-    parent = next(run for run in runs if run.info.run_name.startswith("pipeline")).info.run_id
-    assert all(run.data.tags.get("mlflow.parentRunId") == parent for run in runs if run.info.run_id != parent)
-    trainer = next(run for run in runs if run.info.run_name == "trainer")
-    assert "loss/total" in trainer.data.metrics and "by_positions/loss/total" in trainer.data.metrics
-    by_positions = client.get_metric_history(trainer.info.run_id, "by_positions/loss/total")
-    by_step = client.get_metric_history(trainer.info.run_id, "loss/total")
-    assert max(m.step for m in by_positions) > max(m.step for m in by_step)  # positions, not steps
-    return runs
-
-
-def _command(out: Path, overrides: dict[str, Any]) -> list[str]:
-    sets = [arg for key, value in overrides.items() for arg in ("--set", f"{key}={value}")]
-    return [sys.executable, "-m", "pipeline", "run", "--preset", "tiny", "--out", str(out), "--no-live", *sets]
-
-
-def _env(**extra: str) -> dict[str, str]:
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled", **extra}
-    for name in ("MLFLOW_TRACKING_URI", "RAY_ADDRESS"):
-        env.pop(name, None)
-    return env
-
-
 # -- end to end ------------------------------------------------------------------
 
 E2E = {**FIT_TWO_CPUS, "run.generations": 2, "run.candidate_every_steps": 10, "gating.always_promote": "true",
@@ -268,11 +202,11 @@ def test_async_tiny_run_end_to_end_then_resume_does_nothing(tmp_path: Path) -> N
     from mlflow.tracking import MlflowClient
 
     out = tmp_path / "run"
-    env = _env(RAY_TMPDIR=tempfile.mkdtemp(prefix="zc-async-", dir="/tmp"))
-    first = subprocess.run(_command(out, E2E), cwd=ROOT, env=env, capture_output=True, text=True, timeout=400)
+    env = run_env(RAY_TMPDIR=tempfile.mkdtemp(prefix="zc-async-", dir="/tmp"))
+    first = subprocess.run(run_command(out, E2E), cwd=ROOT, env=env, capture_output=True, text=True, timeout=400)
     assert first.returncode == 0, first.stderr[-4000:]
     assert "candidate 2: promoted" in first.stdout and "busy:" in first.stdout
-    ledger = _entries(out / "ledger.jsonl")
+    ledger = entries(out / "ledger.jsonl")
     stages = [(entry["generation"], entry["stage"]) for entry in ledger]
     for index in (1, 2):
         assert stages.count((index, "candidate")) == 1 and stages.count((index, "gate")) == 1
@@ -286,7 +220,7 @@ def test_async_tiny_run_end_to_end_then_resume_does_nothing(tmp_path: Path) -> N
         assert candidate["step"] * 32 <= 4.0 * candidate["training_positions"]
 
     owner = assert_games_once(out)
-    versions = {entry["generation"] for entry in _entries(out / "games.jsonl")}
+    versions = {entry["generation"] for entry in entries(out / "games.jsonl")}
     assert {0, 1} <= versions  # the pool switched to the first promoted net once it was out
     assert len(owner) >= 8
     assert_mlflow(out, 2)
@@ -297,130 +231,12 @@ def test_async_tiny_run_end_to_end_then_resume_does_nothing(tmp_path: Path) -> N
     assert 0 < metrics["last"]["busy"]["selfplay"] <= 1.0
 
     games_before = (out / "games.jsonl").read_text()
-    second = subprocess.run(_command(out, E2E), cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    second = subprocess.run(run_command(out, E2E), cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert second.returncode == 0, second.stderr[-4000:]
-    assert _entries(out / "ledger.jsonl") == ledger
+    assert entries(out / "ledger.jsonl") == ledger
     assert (out / "games.jsonl").read_text() == games_before
     assert_mlflow(out, 2)
     shutil.rmtree(env["RAY_TMPDIR"], ignore_errors=True)
-
-
-# -- chaos -----------------------------------------------------------------------
-
-CHAOS = {**FIT_TWO_CPUS, "run.generations": 2, "run.candidate_every_steps": 30, "train.checkpoint_every": 10,
-         "selfplay.games_per_task": 8, "run.train_samples_per_position": 1.0}  # fmt: skip
-
-
-class AsyncInjector:
-    """Fires the faults as the run reaches them (``step`` is called often)."""
-
-    def __init__(self, out: Path, tag: str, ray_tmp: str) -> None:
-        self.out, self.tag, self.ray_tmp = out, tag, ray_tmp
-        self.events: dict[str, dict[str, Any]] = {}
-
-    def _ours(self, prefix: str) -> list[Any]:
-        import psutil
-
-        from test_chaos import _tagged
-
-        found = []
-        for proc in _tagged(self.tag, self.ray_tmp):
-            try:
-                name = (proc.cmdline() or [""])[0]
-            except psutil.Error:
-                continue
-            if name.startswith(prefix):
-                found.append(proc)
-        return sorted(found, key=lambda proc: proc.pid)
-
-    def _kill(self, event: str, prefix: str, **info: Any) -> None:
-        victims = self._ours(prefix)
-        if victims:
-            victims[0].send_signal(signal.SIGKILL)
-            self.events[event] = {"pid": victims[0].pid, **info}
-
-    def step(self, driver: subprocess.Popen[bytes]) -> None:
-        ledger = _entries(self.out / "ledger.jsonl")
-        tasks = [entry["task"] for entry in _entries(self.out / "games.jsonl")]
-        state = self.out / "trainer" / "state.pt"
-        if "pool" not in self.events and len(tasks) >= 2:
-            self._kill("pool", "ray::PoolActor", tasks_done=len(tasks))
-        if "truncate" not in self.events and len(tasks) >= 4:
-            path = self.out / "shards" / f"{tasks[1]}.parquet"
-            size = path.stat().st_size
-            with open(path, "r+b") as handle:
-                handle.truncate(size // 3)
-            self.events["truncate"] = {"task": tasks[1], "kept": size // 3}
-        if "trainer" not in self.events and state.exists() and not any(e["stage"] == "candidate" for e in ledger):
-            self._kill("trainer", "ray::TrainerActor")
-        if "gatekeeper" not in self.events and any(e["stage"] == "gate_start" for e in ledger):
-            self._kill("gatekeeper", "ray::GatekeeperActor")
-        if "driver" not in self.events and "gatekeeper" in self.events and "trainer" in self.events \
-                and any(e["stage"] == "gate" and e["generation"] == 1 for e in ledger):  # fmt: skip
-            driver.send_signal(signal.SIGKILL)
-            driver.wait(timeout=60)
-            self.events["driver"] = {"pid": driver.pid}
-
-
-def _run_watched(out: Path, env: dict[str, str], injector: AsyncInjector, logs: Path, deadline: float) -> tuple[int, str]:
-    with open(logs.with_suffix(".out"), "wb") as stdout, open(logs.with_suffix(".err"), "wb") as stderr:
-        driver = subprocess.Popen(_command(out, CHAOS), cwd=ROOT, env=env, stdout=stdout, stderr=stderr)
-        try:
-            while driver.poll() is None:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"the run did not finish in time; events so far: {injector.events}")
-                injector.step(driver)
-                time.sleep(0.05)
-        finally:
-            if driver.poll() is None:
-                driver.kill()
-                driver.wait(timeout=60)
-    return driver.returncode, logs.with_suffix(".err").read_text(errors="replace")
-
-
-@pytest.mark.slow
-def test_async_chaos(tmp_path: Path) -> None:
-    import psutil  # noqa: F401 - fail early when missing
-
-    from test_chaos import _assert_none_left, _kill_all, _tagged
-
-    out = tmp_path / "run"
-    ray_tmp = tempfile.mkdtemp(prefix="zc-achaos-", dir="/tmp")
-    tag = uuid.uuid4().hex
-    env = _env(RAY_TMPDIR=ray_tmp, **{TAG_ENV: tag})
-    injector = AsyncInjector(out, tag, ray_tmp)
-    deadline = time.monotonic() + 420
-    try:
-        code, first_err = _run_watched(out, env, injector, tmp_path / "first", deadline)
-        assert "driver" in injector.events, f"the driver kill never fired (exit {code}): {injector.events} {first_err[-3000:]}"
-        _assert_none_left(tag, ray_tmp, "after the driver was killed")
-        code, second_err = _run_watched(out, env, injector, tmp_path / "second", deadline)
-        assert code == 0, second_err[-5000:]
-        _assert_none_left(tag, ray_tmp, "after the run finished")
-    finally:
-        _kill_all(_tagged(tag, ray_tmp))
-        shutil.rmtree(ray_tmp, ignore_errors=True)
-
-    events = injector.events
-    print(f"events: {events}")
-    assert set(events) == {"pool", "truncate", "trainer", "gatekeeper", "driver"}, events
-    assert "self-play actor lost" in first_err
-    assert "trainer lost" in first_err and "trainer resumed from its state at step" in first_err + second_err
-    assert "gatekeeper lost" in first_err and "candidate 1 is gated again" in first_err
-    assert "trainer resumed from its state at step" in second_err  # after the driver kill
-    ledger = _entries(out / "ledger.jsonl")
-    stages = [(entry["generation"], entry["stage"]) for entry in ledger]
-    for index in (1, 2):
-        assert stages.count((index, "candidate")) == 1 and stages.count((index, "gate")) == 1, stages
-    assert [e["step"] for e in ledger if e["stage"] == "candidate"] == [30, 60]
-    # the truncated shard was quarantined with its reason and its task played again
-    task = events["truncate"]["task"]
-    quarantine = out / "shards" / "quarantine"
-    assert (quarantine / f"{task}.parquet").stat().st_size == events["truncate"]["kept"]
-    assert (quarantine / f"{task}.parquet.reason.txt").read_text().strip()
-    owner = assert_games_once(out)
-    assert os.path.basename(owner[f"{task}-00000"]) == f"{task}.parquet"
-    assert_mlflow(out, 2)
 
 
 # -- a whole node lost -------------------------------------------------------------
@@ -479,11 +295,11 @@ def test_losing_a_self_play_node_mid_run(tmp_path: Path) -> None:
         def remove_a_pool_node() -> None:
             deadline = time.monotonic() + 300
             while time.monotonic() < deadline:
-                entries = _entries(out / "games.jsonl")
-                if len(entries) >= 3:
-                    used = {entry["node"] for entry in entries}
+                recorded = entries(out / "games.jsonl")
+                if len(recorded) >= 3:
+                    used = {entry["node"] for entry in recorded}
                     victim = next(node for node in nodes if node.node_id in used)
-                    removed.update(node=victim.node_id, tasks_before=len(entries))
+                    removed.update(node=victim.node_id, tasks_before=len(recorded))
                     cluster.remove_node(victim)
                     return
                 time.sleep(0.1)
@@ -502,12 +318,12 @@ def test_losing_a_self_play_node_mid_run(tmp_path: Path) -> None:
                 os.environ[name] = value
         use_auth_mode()  # back to the mode the rest of the session runs with
     assert removed, "the node was never removed"
-    entries = _entries(out / "games.jsonl")
-    after = entries[removed["tasks_before"]:]
+    recorded = entries(out / "games.jsonl")
+    after = recorded[removed["tasks_before"]:]
     assert after and all(entry["node"] != removed["node"] for entry in after)
-    assert {entry["node"] for entry in entries} <= {n.node_id for n in nodes}  # self-play stayed on its nodes
+    assert {entry["node"] for entry in recorded} <= {n.node_id for n in nodes}  # self-play stayed on its nodes
     assert len(result["candidates"]) == 2 and result["step"] == 20
-    trained_on = {entry["node"] for entry in _entries(out / "ledger.jsonl") if entry["stage"] == "candidate"}
+    trained_on = {entry["node"] for entry in entries(out / "ledger.jsonl") if entry["stage"] == "candidate"}
     assert trained_on == {trainer_node.node_id}  # the trainer on its own node (run.trainer_resource)
     assert_games_once(out)
     assert_mlflow(out, 2)

@@ -1,6 +1,8 @@
-"""Chaos test: a real ``zerochess run`` (tiny preset, two self-play actors, two
-generations) while a seeded schedule injects faults from this process, by
-watching the run folder and the process table:
+"""Chaos tests: a real ``zerochess run`` of the ``tiny`` preset, in each loop
+mode, while this process injects faults by watching the run folder and the
+process table.
+
+``run.mode: sync`` (two self-play actors, two generations), on a seeded schedule:
 
 a) SIGKILL a ``ray::SelfPlayActor`` worker during self-play: Ray restarts the
    actor and retries its tasks;
@@ -15,6 +17,13 @@ Then: every game id of ``games.jsonl`` is in exactly one valid shard; every
 MLflow run is FINISHED; no process of the run is left (Ray's temp dir is a
 fresh ``RAY_TMPDIR``, and every process the run starts inherits a tag in its
 environment).  ``ZEROCHESS_CHAOS_SEED`` picks another schedule.
+
+``run.mode: async`` (a pool, a trainer and a gatekeeper at once, two
+candidates), as the run reaches each point: SIGKILL a pool actor, the trainer
+(after its first state checkpoint) and the gatekeeper (mid-gate), truncate a
+recorded shard, then SIGKILL the driver once the first candidate is gated and
+run it again: the same checks, and the log says each role was lost and
+resumed.  The helpers both share are in ``tests/run_helpers.py``.
 """
 
 from __future__ import annotations
@@ -25,7 +34,6 @@ import random
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -34,6 +42,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from run_helpers import (
+    FIT_TWO_CPUS,
+    TAG_ENV,
+    assert_games_once,
+    assert_mlflow,
+    assert_none_left,
+    entries,
+    kill_all,
+    named,
+    run_command,
+    run_env,
+    run_watched,
+    tagged,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -54,7 +76,6 @@ OVERRIDES = {
     "train.checkpoint_every": CHECKPOINT_EVERY,
 }
 RUN_TIMEOUT_S = 600  # both driver runs together; a tiny run takes about a minute
-TAG_ENV = "ZEROCHESS_CHAOS_TAG"
 
 
 @dataclass
@@ -92,72 +113,6 @@ class Schedule:
         )
 
 
-def _entries(path: Path) -> list[dict[str, Any]]:
-    """The JSON lines of an append-only ledger (a torn last line is skipped)."""
-    if not path.exists():
-        return []
-    entries = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            entries.append(json.loads(line))
-        except json.JSONDecodeError:
-            pass
-    return entries
-
-
-def _tagged(tag: str, ray_tmp: str) -> list[Any]:
-    """Processes of this run: the tag in their environment, or Ray's temp dir in
-    their command line, and their descendants (never this process or its ancestors)."""
-    import psutil
-
-    spare = {os.getpid()} | {p.pid for p in psutil.Process().parents()}
-    found: dict[int, Any] = {}
-    for proc in psutil.process_iter(["cmdline", "environ"]):
-        if proc.pid in spare:
-            continue
-        environ = proc.info["environ"] or {}
-        cmdline = " ".join(proc.info["cmdline"] or [])
-        if environ.get(TAG_ENV) == tag or environ.get("RAY_TMPDIR") == ray_tmp or ray_tmp in cmdline:
-            found[proc.pid] = proc
-            try:
-                found.update({c.pid: c for c in proc.children(recursive=True) if c.pid not in spare})
-            except psutil.Error:
-                pass
-    return list(found.values())
-
-
-def _describe(procs: list[Any]) -> list[str]:
-    import psutil
-
-    lines = []
-    for proc in procs:
-        try:
-            lines.append(f"{proc.pid} {' '.join(proc.cmdline())[:150]}")
-        except psutil.Error:
-            pass
-    return lines
-
-
-def _assert_none_left(tag: str, ray_tmp: str, when: str, grace_s: float = 30.0) -> None:
-    leftovers = _tagged(tag, ray_tmp)
-    give_up = time.monotonic() + grace_s
-    while leftovers and time.monotonic() < give_up:
-        time.sleep(0.5)
-        leftovers = _tagged(tag, ray_tmp)
-    assert not leftovers, f"processes of the run alive {grace_s:.0f} s {when}: {_describe(leftovers)}"
-
-
-def _kill_all(procs: list[Any]) -> None:
-    import psutil
-
-    for proc in procs:
-        try:
-            proc.kill()
-        except psutil.Error:
-            pass
-    psutil.wait_procs(procs, timeout=10)
-
-
 @dataclass
 class Injector:
     """Fires the schedule's faults as the run reaches them (call ``step`` often)."""
@@ -170,22 +125,12 @@ class Injector:
     _stockfish_seen: float | None = None
 
     def _ours(self, prefix: str) -> list[Any]:
-        import psutil
-
-        found = []
-        for proc in _tagged(self.tag, self.ray_tmp):
-            try:
-                name = (proc.cmdline() or [""])[0]
-            except psutil.Error:
-                continue
-            if os.path.basename(name).startswith(prefix):
-                found.append(proc)
-        return sorted(found, key=lambda proc: proc.pid)
+        return named(self.tag, self.ray_tmp, prefix)
 
     def step(self, driver: subprocess.Popen[bytes]) -> None:
-        ledger = _entries(self.out / "ledger.jsonl")
+        ledger = entries(self.out / "ledger.jsonl")
         stages = {(entry["generation"], entry["stage"]) for entry in ledger}
-        finished = [e["task"] for e in _entries(self.out / "games.jsonl")]
+        finished = [e["task"] for e in entries(self.out / "games.jsonl")]
         s = self.schedule
 
         def selfplay_running(generation: int) -> bool:
@@ -256,35 +201,10 @@ def _checkpoint_step(train_dir: Path) -> int | None:
     return int(read_checkpoint(path)["global_step"])
 
 
-def _command(out: Path) -> list[str]:
-    script = Path(sys.executable).with_name("zerochess")
-    head = [str(script)] if script.exists() else [sys.executable, "-m", "pipeline"]
-    sets = [arg for key, value in OVERRIDES.items() for arg in ("--set", f"{key}={value}")]
-    return [*head, "run", "--preset", "tiny", "--out", str(out), "--no-live", *sets]
-
-
-def _run(out: Path, env: dict[str, str], injector: Injector, logs: Path, deadline: float) -> tuple[int, str]:
-    """One driver run while the injector watches; its return code and stderr."""
-    with open(logs.with_suffix(".out"), "wb") as stdout, open(logs.with_suffix(".err"), "wb") as stderr:
-        driver = subprocess.Popen(_command(out), cwd=ROOT, env=env, stdout=stdout, stderr=stderr)
-        try:
-            while driver.poll() is None:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"the run did not finish in {RUN_TIMEOUT_S} s; events so far: {injector.events}")
-                injector.step(driver)
-                time.sleep(0.05)
-        finally:
-            if driver.poll() is None:
-                driver.kill()
-                driver.wait(timeout=60)
-    return driver.returncode, logs.with_suffix(".err").read_text(errors="replace")
-
-
 def test_chaos_schedule(tmp_path: Path) -> None:
     import psutil  # noqa: F401 - fail early when missing
     from mlflow.tracking import MlflowClient
 
-    from pipeline.shards import list_shards, read_shard
     from pipeline.training import checkpointing  # noqa: F401 - imported now, not while the trainer runs
 
     schedule = Schedule.draw(SEED)
@@ -292,29 +212,27 @@ def test_chaos_schedule(tmp_path: Path) -> None:
     out = tmp_path / "run"
     ray_tmp = tempfile.mkdtemp(prefix="zc-chaos-", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
     tag = uuid.uuid4().hex
-    env = {**os.environ, "RAY_TMPDIR": ray_tmp, "RAY_AUTH_MODE": "disabled", TAG_ENV: tag}
-    for name in ("MLFLOW_TRACKING_URI", "RAY_ADDRESS"):
-        env.pop(name, None)
+    env = run_env(RAY_TMPDIR=ray_tmp, **{TAG_ENV: tag})
     injector = Injector(out, tag, ray_tmp, schedule)
     deadline = time.monotonic() + RUN_TIMEOUT_S
     try:
-        code, first_err = _run(out, env, injector, tmp_path / "first", deadline)
+        code, first_err = run_watched(run_command(out, OVERRIDES), env, injector, tmp_path / "first", deadline)
         assert "driver" in injector.events, f"the driver kill never fired (exit {code}): {first_err[-3000:]}"
         assert code == -signal.SIGKILL, first_err[-3000:]
         # Nothing the killed driver started outlives it for long (Ray's agents alone
         # would linger a minute or two: init_ray's reaper ends them).
-        _assert_none_left(tag, ray_tmp, "after the driver was killed")
-        code, second_err = _run(out, env, injector, tmp_path / "second", deadline)
+        assert_none_left(tag, ray_tmp, "after the driver was killed")
+        code, second_err = run_watched(run_command(out, OVERRIDES), env, injector, tmp_path / "second", deadline)
         assert code == 0, second_err[-5000:]
-        _assert_none_left(tag, ray_tmp, "after the run finished")
+        assert_none_left(tag, ray_tmp, "after the run finished")
     finally:
-        _kill_all(_tagged(tag, ray_tmp))
+        kill_all(tagged(tag, ray_tmp))
         shutil.rmtree(ray_tmp, ignore_errors=True)
 
     events = injector.events
     print(f"events: {events}")
     assert set(events) == {"actor", "truncate", "stockfish", "driver"}, events
-    ledger = _entries(out / "ledger.jsonl")
+    ledger = entries(out / "ledger.jsonl")
     stages = [(entry["generation"], entry["stage"]) for entry in ledger]
     for generation in range(1, GENERATIONS + 1):
         for stage in ("selfplay", "train", "gate", "generation"):
@@ -350,17 +268,8 @@ def test_chaos_schedule(tmp_path: Path) -> None:
     assert "Restored all states from the checkpoint" in second_err
 
     # Every finished game id is in exactly one valid shard, once; none lost, none extra.
-    recorded = [game for entry in _entries(out / "games.jsonl") for game in entry["games"]]
-    assert len(recorded) == len(set(recorded)) == GENERATIONS * GAMES
-    owner: dict[str, str] = {}
-    for path in list_shards(out / "shards"):
-        table = read_shard(path, check_legality=False)
-        games, plies = table.column("game_id").to_pylist(), table.column("ply").to_pylist()
-        assert len(set(zip(games, plies))) == table.num_rows, f"{path}: a position twice"
-        for game in set(games):
-            assert game not in owner, f"game {game} in {owner.get(game)} and {path}"
-            owner[game] = path
-    assert sorted(owner) == sorted(recorded)
+    owner = assert_games_once(out)
+    assert len(owner) == GENERATIONS * GAMES
     assert os.path.basename(owner[f"{task}-00000"]) == f"{task}.parquet"
 
     # Every MLflow run of the pipeline is FINISHED: the parent, the generations, the trainings.
@@ -374,3 +283,91 @@ def test_chaos_schedule(tmp_path: Path) -> None:
     history = client.get_metric_history(killed["run_id"], "loss/total")
     steps = [metric.step for metric in history]
     assert len(steps) == len(set(steps)) and max(steps) <= MAX_STEPS, steps
+
+
+# -- run.mode: async ---------------------------------------------------------------
+
+ASYNC = {**FIT_TWO_CPUS, "run.generations": 2, "run.candidate_every_steps": 30, "train.checkpoint_every": 10,
+         "selfplay.games_per_task": 8, "run.train_samples_per_position": 1.0}  # fmt: skip
+ASYNC_TIMEOUT_S = 420  # both driver runs together
+
+
+@dataclass
+class AsyncInjector:
+    """Fires the async run's faults as the run reaches them (call ``step`` often)."""
+
+    out: Path
+    tag: str
+    ray_tmp: str
+    events: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def _kill(self, event: str, prefix: str, **info: Any) -> None:
+        victims = named(self.tag, self.ray_tmp, prefix)
+        if victims:
+            victims[0].send_signal(signal.SIGKILL)
+            self.events[event] = {"pid": victims[0].pid, **info}
+
+    def step(self, driver: subprocess.Popen[bytes]) -> None:
+        ledger = entries(self.out / "ledger.jsonl")
+        tasks = [entry["task"] for entry in entries(self.out / "games.jsonl")]
+        state = self.out / "trainer" / "state.pt"
+        if "pool" not in self.events and len(tasks) >= 2:
+            self._kill("pool", "ray::PoolActor", tasks_done=len(tasks))
+        if "truncate" not in self.events and len(tasks) >= 4:
+            path = self.out / "shards" / f"{tasks[1]}.parquet"
+            size = path.stat().st_size
+            with open(path, "r+b") as handle:
+                handle.truncate(size // 3)
+            self.events["truncate"] = {"task": tasks[1], "kept": size // 3}
+        if "trainer" not in self.events and state.exists() and not any(e["stage"] == "candidate" for e in ledger):
+            self._kill("trainer", "ray::TrainerActor")
+        if "gatekeeper" not in self.events and any(e["stage"] == "gate_start" for e in ledger):
+            self._kill("gatekeeper", "ray::GatekeeperActor")
+        if "driver" not in self.events and "gatekeeper" in self.events and "trainer" in self.events \
+                and any(e["stage"] == "gate" and e["generation"] == 1 for e in ledger):  # fmt: skip
+            driver.send_signal(signal.SIGKILL)
+            driver.wait(timeout=60)
+            self.events["driver"] = {"pid": driver.pid}
+
+
+def test_async_chaos(tmp_path: Path) -> None:
+    import psutil  # noqa: F401 - fail early when missing
+
+    out = tmp_path / "run"
+    ray_tmp = tempfile.mkdtemp(prefix="zc-achaos-", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
+    tag = uuid.uuid4().hex
+    env = run_env(RAY_TMPDIR=ray_tmp, **{TAG_ENV: tag})
+    injector = AsyncInjector(out, tag, ray_tmp)
+    deadline = time.monotonic() + ASYNC_TIMEOUT_S
+    try:
+        code, first_err = run_watched(run_command(out, ASYNC), env, injector, tmp_path / "first", deadline)
+        events = injector.events
+        assert "driver" in events, f"the driver kill never fired (exit {code}): {events} {first_err[-3000:]}"
+        assert_none_left(tag, ray_tmp, "after the driver was killed")
+        code, second_err = run_watched(run_command(out, ASYNC), env, injector, tmp_path / "second", deadline)
+        assert code == 0, second_err[-5000:]
+        assert_none_left(tag, ray_tmp, "after the run finished")
+    finally:
+        kill_all(tagged(tag, ray_tmp))
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+
+    events = injector.events
+    print(f"events: {events}")
+    assert set(events) == {"pool", "truncate", "trainer", "gatekeeper", "driver"}, events
+    assert "self-play actor lost" in first_err
+    assert "trainer lost" in first_err and "trainer resumed from its state at step" in first_err + second_err
+    assert "gatekeeper lost" in first_err and "candidate 1 is gated again" in first_err
+    assert "trainer resumed from its state at step" in second_err  # after the driver kill
+    ledger = entries(out / "ledger.jsonl")
+    stages = [(entry["generation"], entry["stage"]) for entry in ledger]
+    for index in (1, 2):
+        assert stages.count((index, "candidate")) == 1 and stages.count((index, "gate")) == 1, stages
+    assert [e["step"] for e in ledger if e["stage"] == "candidate"] == [30, 60]
+    # the truncated shard was quarantined with its reason and its task played again
+    task = events["truncate"]["task"]
+    quarantine = out / "shards" / "quarantine"
+    assert (quarantine / f"{task}.parquet").stat().st_size == events["truncate"]["kept"]
+    assert (quarantine / f"{task}.parquet.reason.txt").read_text().strip()
+    owner = assert_games_once(out)
+    assert os.path.basename(owner[f"{task}-00000"]) == f"{task}.parquet"
+    assert_mlflow(out, 2)

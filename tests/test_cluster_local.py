@@ -23,6 +23,10 @@ launcher CLI against a copy of ``infra/cluster-local.yaml``:
   ``trainer`` resource; the test checks its ledger, shards and summary;
 * ``mlflow ui`` on the head through ``ray exec``, reached through a
   ``ray dashboard --remote-port`` tunnel;
+* a second ``ray submit infra/submit_run.py``: one short ``run.mode: async``
+  run (``tiny``, one candidate, the trainer actor on the ``trainer``
+  resource while the coordinating task takes none); the test checks its
+  shards, the gated candidate and that every MLflow run is FINISHED;
 * ``ray down``, with ``ray stop`` on the head replaced by a shim that stops
   only this cluster's processes (the real ``ray stop`` kills every Ray process
   on the machine, other people's tests included).
@@ -477,6 +481,7 @@ def test_ray_up_submit_down(local_cluster: Cluster) -> None:
     assert list((out / "shards").glob("gen0001-task*.parquet"))
     assert (out / "gen0001" / "train" / "net.pt").exists()
     _check_mlflow(cluster, out / "mlflow.db")
+    async_seconds = _check_async_submit(cluster)
 
     down = cluster.ray("down", "-y", config, timeout=120, name="down")
     assert "scoped ray stop" in down or not _ours_on_head(cluster), down[-3000:]
@@ -484,7 +489,37 @@ def test_ray_up_submit_down(local_cluster: Cluster) -> None:
     while _ours_on_head(cluster) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert not _ours_on_head(cluster), "ray down left the head's Ray processes running"
-    print(f"ray up + exec + submit + down: {time.monotonic() - started:.0f} s")
+    print(f"ray up + exec + submit + down: {time.monotonic() - started:.0f} s (async submit {async_seconds:.0f} s)")
+
+
+def _check_async_submit(cluster: Cluster) -> float:
+    """``ray submit infra/submit_run.py`` of a one-candidate async run: its
+    coordinator task takes no resources, so the trainer actor gets the head's
+    only ``trainer``; the pool's shards land, the candidate is gated, every
+    MLflow run is FINISHED."""
+    from run_helpers import FIT_TWO_CPUS, assert_games_once, assert_mlflow, entries
+
+    out = cluster.base / "run-async"
+    overrides = {**FIT_TWO_CPUS, "run.generations": 1, "run.candidate_every_steps": 10,
+                 "run.trainer_resource": "trainer"}  # fmt: skip
+    sets = [arg for key, value in overrides.items() for arg in ("--set", f"{key}={value}")]
+    submitted = cluster.ray(
+        "submit", str(cluster.config), str(INFRA / "submit_run.py"), "--",
+        "--ray-address", f"127.0.0.1:{cluster.ports['port']}", "--preset", "tiny", *sets, "--out", str(out),
+        timeout=240, name="submit-async",
+    )  # fmt: skip
+    assert "submit_run: run.mode async" in submitted, submitted[-4000:]
+    line = next((ln for ln in submitted.splitlines() if ln.startswith("submit_run: {")), None)
+    assert line is not None, submitted[-4000:]
+    summary = json.loads(line.removeprefix("submit_run: "))
+    assert summary["exit"] == 0 and summary["ran_on"] == "any node" and summary["candidates"] == 1, summary
+    ledger = entries(out / "ledger.jsonl")
+    assert [(e["generation"], e["stage"]) for e in ledger if e["stage"] in ("candidate", "gate")] == [
+        (1, "candidate"), (1, "gate")]  # fmt: skip
+    assert assert_games_once(out)  # the pool's shards, each game once
+    assert list((out / "shards").glob("gen0000-task*.parquet"))
+    assert_mlflow(out, 1)
+    return float(summary["seconds"])
 
 
 def _listening(port: int) -> set[str]:

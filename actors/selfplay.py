@@ -290,6 +290,10 @@ class SelfPlayReport:
             "false_resign_rate": (
                 self.total("false_resigns") / self.total("playthrough") if self.total("playthrough") else 0.0
             ),
+            "draw_adjudicated_rate": self.total("draws_adjudicated") / games if games else 0.0,
+            "false_draw_rate": (
+                self.total("false_draws") / self.total("draw_playthrough") if self.total("draw_playthrough") else 0.0
+            ),
             "mean_batch": self.total("evaluations") / max(self.total("batches"), 1),
         }
 

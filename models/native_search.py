@@ -433,6 +433,8 @@ class NativeGame:
     ``policy_probs`` is the training target pi of each listed move (float32):
     visits / their sum for PUCT; for a Gumbel search every legal move is
     listed with its improved-policy probability (its visits may be 0).
+    ``draw_playthrough`` games had draw adjudication disabled; ``would_draw``
+    is then the plies after which it would have ended the game (else None).
     """
 
     game_id: str
@@ -452,6 +454,8 @@ class NativeGame:
     policy_index: np.ndarray
     policy_visits: np.ndarray
     policy_probs: np.ndarray | None = None
+    draw_playthrough: bool = False
+    would_draw: int | None = None
 
     def z(self, ply: int) -> int:
         """Outcome in {-1, 0, 1} from the side to move at ``ply`` (as GameRecord.z)."""
@@ -466,6 +470,11 @@ class NativeGame:
         if self.would_resign is None:
             return False
         return self.result != ("0-1" if self.would_resign == chess.WHITE else "1-0")
+
+    @property
+    def false_draw(self) -> bool:
+        """A draw play-through game that would have been adjudicated a draw and was decided."""
+        return self.would_draw is not None and self.result != "1/2-1/2"
 
 
 def _game_from_core(item: dict, id_prefix: str) -> NativeGame:
@@ -488,6 +497,8 @@ def _game_from_core(item: dict, id_prefix: str) -> NativeGame:
         policy_index=item["policy_index"],
         policy_visits=item["policy_visits"],
         policy_probs=item["policy_probs"],
+        draw_playthrough=bool(item["draw_playthrough"]),
+        would_draw=None if item["would_draw"] < 0 else int(item["would_draw"]),
     )
 
 
@@ -560,6 +571,13 @@ class SelfPlayDriver:
     evaluator works on one lane's batch in a Python thread while the core
     steps the other lane.  The same seed gives the same games for a
     deterministic evaluator, whatever ``threads`` and ``overlap``.
+
+    Draw adjudication (``draw_adjudication_plies`` > 0; 0, the default, is
+    off): once a game has that many plies and the root |q| of its last
+    ``draw_adjudication_window`` plies all stayed below
+    ``draw_adjudication_q``, it ends as a draw (termination
+    ``draw_adjudicated``); a ``draw_adjudication_playthrough`` share of games
+    plays on and records the ply count in ``NativeGame.would_draw``.
     """
 
     def __init__(
@@ -578,6 +596,10 @@ class SelfPlayDriver:
         resign_threshold: float = -1.0,
         resign_plies: int = 3,
         resign_playthrough: float = 0.0,
+        draw_adjudication_plies: int = 0,
+        draw_adjudication_window: int = 20,
+        draw_adjudication_q: float = 0.05,
+        draw_adjudication_playthrough: float = 0.0,
         threads: int = 1,
         id_prefix: str = "game",
         overlap: bool = True,
@@ -589,11 +611,16 @@ class SelfPlayDriver:
             "max_plies": (max_plies, 1),
             "fast_simulations": (fast_simulations, 1),
             "resign_plies": (resign_plies, 1),
+            "draw_adjudication_plies": (draw_adjudication_plies, 0),
+            "draw_adjudication_window": (draw_adjudication_window, 1),
             "threads": (threads, 1),
         })
         _check_share("full_search_prob", full_search_prob)
         _check_share("resign_playthrough", resign_playthrough)
         _check_share("resign_threshold", resign_threshold, low=-1.0)
+        _check_share("draw_adjudication_playthrough", draw_adjudication_playthrough)
+        if not 0.0 < draw_adjudication_q <= 1.0:
+            raise DriverConfigError(f"draw_adjudication_q must be in (0, 1], got {draw_adjudication_q!r}")
         get_policy_map(policy_encoding)  # raises for an unknown encoding
         self.search = search
         self.games = int(games)
@@ -608,6 +635,10 @@ class SelfPlayDriver:
         self.resign_threshold = float(resign_threshold)
         self.resign_plies = int(resign_plies)
         self.resign_playthrough = float(resign_playthrough)
+        self.draw_adjudication_plies = int(draw_adjudication_plies)
+        self.draw_adjudication_window = int(draw_adjudication_window)
+        self.draw_adjudication_q = float(draw_adjudication_q)
+        self.draw_adjudication_playthrough = float(draw_adjudication_playthrough)
         self.threads = int(threads)
         self.id_prefix = id_prefix
         self.overlap = overlap
@@ -629,6 +660,10 @@ class SelfPlayDriver:
             self.resign_plies,
             self.resign_playthrough,
             self.threads,
+            draw_adjudication_plies=self.draw_adjudication_plies,
+            draw_adjudication_window=self.draw_adjudication_window,
+            draw_adjudication_q=self.draw_adjudication_q,
+            draw_adjudication_playthrough=self.draw_adjudication_playthrough,
         )
 
     def play(

@@ -9,8 +9,10 @@ concurrent games).  It implements what lc0 and KataGo users expect:
 Dirichlet noise and a temperature schedule, playout cap randomization,
 resignation with a play-through share to measure false resignations, a
 maximum length, and start positions from a file plus random plies.  Off by
-default, not zero-knowledge: a game reaching the maximum length can be scored
-by material or by Stockfish (:mod:`pipeline.adjudication`).
+default, not AlphaZero: draw adjudication of a long game whose root values
+stay near 0 (``selfplay.draw_adjudication_*``, with its own play-through
+share), and, not zero-knowledge, a game reaching the maximum length can be
+scored by material or by Stockfish (:mod:`pipeline.adjudication`).
 
 Two backends play the same rules (``search.backend``):
 
@@ -99,12 +101,16 @@ class GameRecord:
         plies: the searched positions, in order.
         result: ``1-0``, ``0-1`` or ``1/2-1/2``.
         termination: checkmate, stalemate, resign, max_plies,
-            threefold_repetition, fifty_moves, insufficient_material, ...;
+            draw_adjudicated, threefold_repetition, fifty_moves,
+            insufficient_material, ...;
             material or stockfish_adjudication when a game at ``max_plies``
             was adjudicated (``selfplay.adjudicate_*``).
         playthrough: resigning was disabled in this game.
         would_resign: in a play-through game, the side that would have
             resigned first (None if neither).
+        draw_playthrough: draw adjudication was disabled in this game.
+        would_draw: in a draw play-through game, the plies after which draw
+            adjudication would have ended it (None if never).
     """
 
     game_id: str
@@ -114,6 +120,8 @@ class GameRecord:
     termination: str = ""
     playthrough: bool = False
     would_resign: chess.Color | None = None
+    draw_playthrough: bool = False
+    would_draw: int | None = None
 
     def z(self, ply: int) -> int:
         """Outcome in {-1, 0, 1} from the side to move at ``ply``."""
@@ -138,6 +146,11 @@ class GameRecord:
             return False
         loser_result = "0-1" if self.would_resign == chess.WHITE else "1-0"
         return self.result != loser_result
+
+    @property
+    def false_draw(self) -> bool:
+        """A draw play-through game that would have been adjudicated a draw and was decided."""
+        return self.would_draw is not None and self.result != "1/2-1/2"
 
     def to_pgn(self, headers: dict[str, str] | None = None) -> chess.pgn.Game:
         """The game as PGN, each move commented with the root value and visits."""
@@ -181,6 +194,8 @@ class NativeGameRecord(GameRecord):
             termination=game.termination,
             playthrough=bool(game.playthrough),
             would_resign=game.would_resign,
+            draw_playthrough=game.draw_playthrough,
+            would_draw=game.would_draw,
         )
         self._plies = None  # the dataclass __init__ went through the setter
 
@@ -403,6 +418,8 @@ class _Game:
     tree: GameTree
     full_search: bool = True
     low_streak: dict[chess.Color, int] = field(default_factory=lambda: {chess.WHITE: 0, chess.BLACK: 0})
+    quiet_streak: int = 0
+    """Consecutive plies with root |q| below ``selfplay.draw_adjudication_q``."""
 
 
 @dataclass
@@ -418,6 +435,9 @@ class SelfPlayStats:
     playthrough: int = 0
     false_resigns: int = 0
     adjudicated: int = 0
+    draws_adjudicated: int = 0
+    draw_playthrough: int = 0
+    false_draws: int = 0
 
 
 class SelfPlayWorker:
@@ -520,6 +540,10 @@ class SelfPlayWorker:
             resign_threshold=config.resign_threshold,
             resign_plies=config.resign_plies,
             resign_playthrough=config.resign_playthrough,
+            draw_adjudication_plies=config.draw_adjudication_plies,
+            draw_adjudication_window=config.draw_adjudication_window,
+            draw_adjudication_q=config.draw_adjudication_q,
+            draw_adjudication_playthrough=config.draw_adjudication_playthrough,
             threads=config.search_threads,
             id_prefix=id_prefix,
             overlap=True,
@@ -542,7 +566,8 @@ class SelfPlayWorker:
     def _count_native(self, counters: dict[str, Any]) -> None:
         stats = self.stats
         for name in ("games", "positions", "full_searches", "evaluations", "batches", "resigned",
-                     "playthrough", "false_resigns"):  # fmt: skip
+                     "playthrough", "false_resigns", "draws_adjudicated", "draw_playthrough",
+                     "false_draws"):  # fmt: skip
             setattr(stats, name, getattr(stats, name) + int(counters[name]))
 
     def _play_python(
@@ -592,8 +617,10 @@ class SelfPlayWorker:
     def _new_game(self, game_id: str, rng: np.random.Generator, cache: EvalCache) -> _Game:
         board = self._start_board(rng)
         tree = GameTree(board, self.search, needs_planes=self.evaluator.needs_planes, cache=cache, rng=rng)
-        playthrough = self.selfplay.resign_enabled and rng.random() < self.selfplay.resign_playthrough
-        record = GameRecord(game_id, board.fen(), playthrough=playthrough)
+        config = self.selfplay
+        playthrough = config.resign_enabled and rng.random() < config.resign_playthrough
+        draw_playthrough = config.draw_adjudication_enabled and rng.random() < config.draw_adjudication_playthrough
+        record = GameRecord(game_id, board.fen(), playthrough=playthrough, draw_playthrough=draw_playthrough)
         game = _Game(record, tree)
         self._start_search(game, rng)
         return game
@@ -652,6 +679,9 @@ class SelfPlayWorker:
         if len(record.plies) >= self.selfplay.max_plies:
             record.result, record.termination = "1/2-1/2", "max_plies"
             return True
+        if self._adjudicates_draw(game, result.root_value):
+            record.result, record.termination = "1/2-1/2", "draw_adjudicated"
+            return True
         self._start_search(game, rng)
         return False
 
@@ -668,6 +698,22 @@ class SelfPlayWorker:
             return False
         return True
 
+    def _adjudicates_draw(self, game: _Game, value: float) -> bool:
+        """Draw adjudication, after every ply that did not end the game
+        otherwise; ``value`` is the ply's root q (only |q| counts)."""
+        config = self.selfplay
+        if not config.draw_adjudication_enabled:
+            return False
+        game.quiet_streak = game.quiet_streak + 1 if abs(value) < config.draw_adjudication_q else 0
+        plies = len(game.record.plies)
+        if plies < config.draw_adjudication_plies or game.quiet_streak < config.draw_adjudication_window:
+            return False
+        if game.record.draw_playthrough:
+            if game.record.would_draw is None:
+                game.record.would_draw = plies
+            return False
+        return True
+
     def _finish(self, game: _Game) -> GameRecord:
         record = game.record
         stats = self.stats
@@ -677,5 +723,8 @@ class SelfPlayWorker:
         stats.resigned += record.termination == "resign"
         stats.playthrough += record.playthrough
         stats.false_resigns += record.false_resign
+        stats.draws_adjudicated += record.termination == "draw_adjudicated"
+        stats.draw_playthrough += record.draw_playthrough
+        stats.false_draws += record.false_draw
         log.debug("%s: %s by %s after %d plies", record.game_id, record.result, record.termination, len(record.plies))
         return record

@@ -168,6 +168,9 @@ std::unique_ptr<SelfPlayCore::Game> SelfPlayCore::new_game(int index) {
   game->record.start_fen = fen;
   const bool resign_enabled = config_.resign_threshold > -1.0;
   game->record.playthrough = resign_enabled && uniform01(game->rng) < config_.resign_playthrough;
+  const bool draw_adjudication_enabled = config_.draw_adjudication_plies > 0;
+  game->record.draw_playthrough =
+      draw_adjudication_enabled && uniform01(game->rng) < config_.draw_adjudication_playthrough;
   start_search(*game);
   return game;
 }
@@ -184,6 +187,20 @@ bool SelfPlayCore::resigns(Game& game, int side, double value) {
   if (game.low_streak[side] < config_.resign_plies) return false;
   if (game.record.playthrough) {
     if (game.record.would_resign < 0) game.record.would_resign = side;
+    return false;
+  }
+  return true;
+}
+
+// Called after every ply that did not end the game otherwise; value is the
+// ply's root q (of either side: only |q| counts).
+bool SelfPlayCore::adjudicates_draw(Game& game, double value) {
+  if (config_.draw_adjudication_plies <= 0) return false;
+  game.quiet_streak = std::abs(value) < config_.draw_adjudication_q ? game.quiet_streak + 1 : 0;
+  const int plies = static_cast<int>(game.record.moves.size());
+  if (plies < config_.draw_adjudication_plies || game.quiet_streak < config_.draw_adjudication_window) return false;
+  if (game.record.draw_playthrough) {
+    if (game.record.would_draw < 0) game.record.would_draw = plies;
     return false;
   }
   return true;
@@ -256,6 +273,12 @@ void SelfPlayCore::play_move(Game& game) {
     game.over = true;
     return;
   }
+  if (adjudicates_draw(game, stats.root_value)) {
+    record.result = "1/2-1/2";
+    record.termination = "draw_adjudicated";
+    game.over = true;
+    return;
+  }
   start_search(game);
 }
 
@@ -270,6 +293,9 @@ void SelfPlayCore::finish(Game& game) {
     const char* loser_result = record.would_resign == WHITE ? "0-1" : "1-0";
     stats_.false_resigns += record.result != loser_result;
   }
+  stats_.draws_adjudicated += record.termination == "draw_adjudicated";
+  stats_.draw_playthrough += record.draw_playthrough;
+  if (record.would_draw >= 0) stats_.false_draws += record.result != "1/2-1/2";
   finished_.push_back(std::move(record));
 }
 

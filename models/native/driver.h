@@ -43,6 +43,14 @@ struct DriverConfig {
   double resign_threshold = -1.0;  // <= -1 disables resigning
   int resign_plies = 3;
   double resign_playthrough = 0.0;
+  // Draw adjudication: after at least draw_adjudication_plies plies (0 = off),
+  // a game whose last draw_adjudication_window root |q| were all below
+  // draw_adjudication_q ends as a draw ("draw_adjudicated"); a
+  // draw_adjudication_playthrough share of games plays on and records it.
+  int draw_adjudication_plies = 0;
+  int draw_adjudication_window = 20;
+  double draw_adjudication_q = 0.05;
+  double draw_adjudication_playthrough = 0.0;
   int threads = 1;
 };
 
@@ -52,6 +60,8 @@ struct FinishedGame {
   std::string start_fen, result, termination;
   bool playthrough = false;
   int would_resign = -1;  // -1 none, WHITE, BLACK
+  bool draw_playthrough = false;  // draw adjudication disabled in this game
+  int would_draw = -1;            // its plies when it would have been adjudicated a draw; -1 never
   std::vector<std::string> fens, moves;
   std::vector<std::uint8_t> turns;  // 1 = white to move
   std::vector<Row> history;         // plies * 8 rows
@@ -92,6 +102,7 @@ class ThreadPool {
 struct DriverStats {
   long long games = 0, positions = 0, full_searches = 0, evaluations = 0, batches = 0;
   long long resigned = 0, playthrough = 0, false_resigns = 0;
+  long long draws_adjudicated = 0, draw_playthrough = 0, false_draws = 0;
 };
 
 class SelfPlayCore {
@@ -120,6 +131,7 @@ class SelfPlayCore {
     FinishedGame record;
     bool full_search = true;
     int low_streak[2] = {0, 0};
+    int quiet_streak = 0;  // consecutive plies with root |q| < draw_adjudication_q
     bool over = false;
     LeafBatch leaves;
     long long leaf_begin = 0, move_begin = 0;
@@ -136,6 +148,7 @@ class SelfPlayCore {
   void start_search(Game& game);
   void play_move(Game& game);
   bool resigns(Game& game, int side, double value);
+  bool adjudicates_draw(Game& game, double value);
   void finish(Game& game);
 
   DriverConfig config_;

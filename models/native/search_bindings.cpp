@@ -322,6 +322,8 @@ py::dict game_dict(const FinishedGame& game) {
   out["termination"] = game.termination;
   out["playthrough"] = game.playthrough;
   out["would_resign"] = game.would_resign;
+  out["draw_playthrough"] = game.draw_playthrough;
+  out["would_draw"] = game.would_draw;
   out["fens"] = game.fens;
   out["moves"] = game.moves;
   out["turns"] = bool_array(game.turns);
@@ -344,7 +346,9 @@ void bind_driver(py::module_& m) {
       .def(py::init([](const SearchParams& params, const std::string& encoding, int games, int games_in_flight,
                        std::uint64_t seed, std::vector<std::string> start_fens, int random_plies, int max_plies,
                        double full_search_prob, int fast_simulations, double resign_threshold, int resign_plies,
-                       double resign_playthrough, int threads) {
+                       double resign_playthrough, int threads, int draw_adjudication_plies,
+                       int draw_adjudication_window, double draw_adjudication_q,
+                       double draw_adjudication_playthrough) {
              DriverConfig config;
              config.search = params;
              config.encoding = policy_encoding_from_name(encoding);
@@ -360,12 +364,18 @@ void bind_driver(py::module_& m) {
              config.resign_plies = resign_plies;
              config.resign_playthrough = resign_playthrough;
              config.threads = threads;
+             config.draw_adjudication_plies = draw_adjudication_plies;
+             config.draw_adjudication_window = draw_adjudication_window;
+             config.draw_adjudication_q = draw_adjudication_q;
+             config.draw_adjudication_playthrough = draw_adjudication_playthrough;
              return std::make_unique<SelfPlayCore>(config);
            }),
            py::arg("params"), py::arg("policy_encoding"), py::arg("games"), py::arg("games_in_flight"),
            py::arg("seed"), py::arg("start_fens"), py::arg("random_plies"), py::arg("max_plies"),
            py::arg("full_search_prob"), py::arg("fast_simulations"), py::arg("resign_threshold"),
-           py::arg("resign_plies"), py::arg("resign_playthrough"), py::arg("threads"))
+           py::arg("resign_plies"), py::arg("resign_playthrough"), py::arg("threads"),
+           py::arg("draw_adjudication_plies") = 0, py::arg("draw_adjudication_window") = 20,
+           py::arg("draw_adjudication_q") = 0.05, py::arg("draw_adjudication_playthrough") = 0.0)
       .def_property_readonly("lanes", &SelfPlayCore::lanes)
       .def("step",
            [](SelfPlayCore& core, int lane) {
@@ -400,6 +410,9 @@ void bind_driver(py::module_& m) {
         out["resigned"] = s.resigned;
         out["playthrough"] = s.playthrough;
         out["false_resigns"] = s.false_resigns;
+        out["draws_adjudicated"] = s.draws_adjudicated;
+        out["draw_playthrough"] = s.draw_playthrough;
+        out["false_draws"] = s.false_draws;
         return out;
       });
 }

@@ -21,7 +21,10 @@ from pipeline.commands.stage import (
     WINDOW_INDEX,
     build_report,
     declared_params,
+    ensure_native,
     link_window,
+    native_module_name,
+    train_facts,
     write_figures,
     write_report,
 )
@@ -69,6 +72,34 @@ def test_generations_chain_from_generation_zero() -> None:
         assert item["init"] == f"runs/dvc/{previous}/{trained}", key
 
 
+def test_params_files_survive_dvcs_yaml_round_trip() -> None:
+    """`dvc exp run -S` rewrites a params file with ruamel: params.yaml and
+    every preset come back byte for byte, with no trailing spaces."""
+    from dvc.utils.serialize._yaml import dumps_yaml, parse_yaml_for_update
+
+    for path in [ROOT / "params.yaml", *sorted((ROOT / "presets").glob("*.yaml"))]:
+        text = path.read_text(encoding="utf-8")
+        assert dumps_yaml(parse_yaml_for_update(text, str(path))) == text, path.name
+        assert not [line for line in text.splitlines() if line != line.rstrip()], path.name
+
+
+def test_dvc_set_param_changes_exactly_one_line(tmp_path: Path) -> None:
+    from dvc.utils.serialize import modify_yaml
+
+    for source, key, value in (("params.yaml", "train.learning_rate", 0.05),
+                               ("presets/tiny.yaml", "search.num_simulations", 16)):  # fmt: skip
+        path = tmp_path / Path(source).name
+        shutil.copy(ROOT / source, path)
+        with modify_yaml(str(path)) as data:
+            section, name = key.split(".")
+            data[section][name] = value
+        before = (ROOT / source).read_text(encoding="utf-8").splitlines()
+        after = path.read_text(encoding="utf-8").splitlines()
+        assert len(before) == len(after), source
+        changed = [(old, new) for old, new in zip(before, after) if old != new]
+        assert len(changed) == 1 and f"{name}: {value}" in changed[0][1], (source, changed)
+
+
 def test_every_command_runs_this_checkouts_code() -> None:
     spec = dvc_spec()
     for name in spec["stages"]:
@@ -100,6 +131,37 @@ def test_link_window_links_the_shards_of_every_source(tmp_path: Path) -> None:
     assert link_window([first], window)[0].name == "gen0001-task00000.parquet"  # rerun: replaced
 
 
+def test_train_facts_leave_out_timings_and_mlflow_ids() -> None:
+    result = {"net_path": "t/net.pt", "steps": 20, "positions": 162, "seconds": 4.7,
+              "mlflow_run_id": "c601", "tracking_uri": "sqlite:////tmp/x/mlflow.db",
+              "metrics": {"loss/total": 6.07, "lr": 0.02, "throughput/samples_per_s": 1579.8}}  # fmt: skip
+    assert train_facts(result) == {"net_path": "t/net.pt", "steps": 20, "positions": 162,
+                                   "metrics": {"loss/total": 6.07, "lr": 0.02}}  # fmt: skip
+
+
+def fake_checkout(root: Path, source_text: str) -> Path:
+    (root / "models" / "native").mkdir(parents=True)
+    (root / "models" / "native" / "core.cpp").write_text(source_text)
+    # stands in for the real build: writes the module where build_ext --inplace would
+    (root / "setup.py").write_text(
+        f"from pathlib import Path\nPath('models/{native_module_name()}').write_text('built here')\n"
+    )
+    return root
+
+
+def test_native_module_is_copied_when_the_sources_match_else_built(tmp_path: Path) -> None:
+    workspace = fake_checkout(tmp_path / "workspace", "int f();")
+    (workspace / "models" / native_module_name()).write_text("built in the workspace")
+    same = fake_checkout(tmp_path / "same", "int f();")
+    changed = fake_checkout(tmp_path / "changed", "int g();")
+    assert ensure_native(same, workspace) == "copied"
+    assert (same / "models" / native_module_name()).read_text() == "built in the workspace"
+    assert ensure_native(same, workspace) == "present"
+    assert ensure_native(changed, workspace) == "built"  # a stale binary is never copied
+    assert (changed / "models" / native_module_name()).read_text() == "built here"
+    assert ensure_native(fake_checkout(tmp_path / "alone", "int f();"), None) == "built"
+
+
 def test_report_rows_metrics_and_plots(tmp_path: Path) -> None:
     run = tmp_path / "run"
     for generation, promote in ((1, True), (2, False)):
@@ -107,7 +169,8 @@ def test_report_rows_metrics_and_plots(tmp_path: Path) -> None:
         gate = {
             "promote": promote,
             "vs_best": {"pairings": [{"elo": 35.0 * generation, "score": 0.6}]},
-            "ladder": [{"level": "stockfish:skill=0", "elo": -200.0, "score": 0.25}],
+            "ladder": [{"level": "stockfish:depth=1", "elo": -190.8, "score": 0.25 * (generation - 1),
+                        "elo_clamped": generation == 1}],  # 0/2 and 1/2 both read -190.8
         }
         (folder / "gate").mkdir(parents=True)
         (folder / "gate" / "gate.json").write_text(json.dumps(gate))
@@ -121,7 +184,7 @@ def test_report_rows_metrics_and_plots(tmp_path: Path) -> None:
     assert [row["generation"] for row in rows] == [1, 2]
     assert rows[0]["promoted"] == 1 and rows[1]["promoted"] == 0
     assert rows[1]["loss_total"] == 1.5 and rows[1]["elo_vs_best"] == 70.0
-    assert rows[0]["ladder0_elo"] == -200.0 and rows[0]["window_positions"] == 100
+    assert rows[0]["ladder0_elo"] == -190.8 and rows[0]["window_positions"] == 100
     metrics_dir, plots = tmp_path / "reports" / "metrics", tmp_path / "reports" / "generations.json"
     metrics_dir.mkdir(parents=True)
     (metrics_dir / "gen0009.json").write_text("{}")  # stale: removed
@@ -129,13 +192,16 @@ def test_report_rows_metrics_and_plots(tmp_path: Path) -> None:
     assert sorted(path.name for path in metrics_dir.iterdir()) == ["gen0001.json", "gen0002.json"]
     second = json.loads((metrics_dir / "gen0002.json").read_text())
     assert second == {"generation": 2, "window_positions": 200, "loss_total": 1.5, "loss_policy": 2.5,
-                      "promoted": 0, "elo_vs_best": 70.0, "ladder0_elo": -200.0}  # fmt: skip
+                      "promoted": 0, "elo_vs_best": 70.0, "ladder0_elo": -190.8,
+                      "ladder0_elo_clamped": 0}  # fmt: skip
+    assert json.loads((metrics_dir / "gen0001.json").read_text())["ladder0_elo_clamped"] == 1
     assert json.loads(plots.read_text()) == rows
 
 
 def test_dvc_plots_show_the_report_figures_offline(tmp_path: Path) -> None:
     """``dvc plots show`` embeds the report's PNGs (no script from a CDN
-    needed); the PNGs are byte-stable, as a DVC output of a rerun must be."""
+    needed) in a page that declares its charset; the PNGs are byte-stable,
+    as a DVC output of a rerun must be."""
     rows = [{"generation": 1, "loss_total": 5.9, "elo_vs_best": 0.0, "score_vs_best": 0.5,
              "ladder0_elo": -190.8, "ladder0_score": 0.0},
             {"generation": 2, "loss_total": 5.7, "elo_vs_best": 35.0, "score_vs_best": 0.6,
@@ -143,13 +209,17 @@ def test_dvc_plots_show_the_report_figures_offline(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     (repo / "reports").mkdir(parents=True)
     shutil.copy(ROOT / "dvc.yaml", repo / "dvc.yaml")
+    shutil.copy(ROOT / "reports" / "plots.html", repo / "reports" / "plots.html")
     write_report(rows, repo / "reports" / "metrics", repo / "reports" / "generations.json")
     figures = write_figures(rows, repo / "reports" / "plots")
     first = [path.read_bytes() for path in figures]
     assert [path.read_bytes() for path in write_figures(rows, repo / "reports" / "plots")] == first
     dvc(repo, "init", "--no-scm", "-q")
+    shutil.copy(ROOT / ".dvc" / "config", repo / ".dvc" / "config")  # html_template
     dvc(repo, "plots", "show", "-o", str(tmp_path / "html"))
     page = (tmp_path / "html" / "index.html").read_text()
+    assert '<meta charset="utf-8">' in page
+    assert "<script" not in page  # nothing to fetch: the page is whole offline
     for name in ("loss", "elo"):
         assert f'<img src="static/workspace_reports_plots_{name}.png"' in page
         assert (tmp_path / "html" / "static" / f"workspace_reports_plots_{name}.png").read_bytes()
@@ -177,6 +247,7 @@ def copy_checkout(target: Path) -> Path:
     # along, as `pip install -e .` would have built it in a fresh clone.
     for built in (ROOT / "models").glob("_native*.so"):
         shutil.copy2(built, target / "models" / built.name)
+    target.mkdir(parents=True, exist_ok=True)
     for command in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "checkout copy"]):
         subprocess.run(["git", *command], cwd=target, check=True, env=dvc_env())
     return target
@@ -228,9 +299,9 @@ def changed_stages(repo: Path) -> set[str]:
 
 @pytest.mark.slow
 def test_dvc_repro_runs_the_short_run_then_only_what_a_param_change_reaches(tmp_path: Path) -> None:
+    """... and a second from-scratch copy writes the same dvc.lock."""
     repo = copy_checkout(tmp_path / "repo")
-    if not (repo / ".dvc").is_dir():
-        dvc(repo, "init", "-q")
+    twin = copy_checkout(tmp_path / "twin")
     first = dvc(repo, "repro")
     generations = dvc_spec()["vars"][0]["generations"]
     for key in [
@@ -262,6 +333,8 @@ def test_dvc_repro_runs_the_short_run_then_only_what_a_param_change_reaches(tmp_
     assert any("reports/metrics/gen0001.json" in json.dumps(value) for value in shown.values())
 
     assert "Data and pipelines are up to date" in dvc(repo, "status").stdout
+    dvc(twin, "repro")
+    assert (twin / "dvc.lock").read_text() == (repo / "dvc.lock").read_text()
     second = dvc(repo, "repro")
     assert "Running stage" not in second.stdout
 

@@ -9,7 +9,10 @@ other subcommands do not cover.
 * ``init``: the random generation-0 network, seeded by ``selfplay.seed`` as
   ``zerochess run`` seeds it, and an empty replay window (only ``shards.txt``);
 * ``selfplay``: ``run.games_per_generation`` self-play games with a network,
-  shards plus ``selfplay.json`` (the summary) in one folder;
+  shards plus ``selfplay.json`` (the summary) in one folder, and the speed in
+  ``timing.json`` beside it;
+* ``facts``: the reproducible part of a training run's ``result.json`` (steps,
+  positions, losses) as ``facts.json`` in the run folder;
 * ``window``: a generation's replay window, hard links to the shards of the
   previous window and of this generation, listed in ``shards.txt`` (one
   folder, as ``zerochess train --data`` wants; training takes the newest
@@ -18,7 +21,18 @@ other subcommands do not cover.
   JSON per generation (``dvc metrics show``), one plots JSON, a list of
   all figures by generation (``dvc plots show``), and with ``--figures`` the
   same as static PNGs (``dvc plots show`` renders them offline);
-* ``params``: the ``params:`` block each stage of ``dvc.yaml`` declares.
+* ``params``: the ``params:`` block each stage of ``dvc.yaml`` declares;
+* ``native``: make ``models._native`` importable in this checkout: a temporary
+  copy of ``dvc exp run --temp``/``--queue`` lacks the git-ignored module,
+  so it is copied from the editable install when the native sources match,
+  else built in place.
+
+Reproducibility: timings, MLflow run ids, the MLflow store and the training
+run's ``result.json`` and ``run.json`` are volatile.  The stages write the
+timings to ``timing.json`` files and the reproducible facts to
+``selfplay.json`` and ``facts.json``; ``.dvcignore`` keeps the volatile files
+out of DVC's outputs and dependencies, so a from-scratch ``dvc repro`` with
+the same seed writes the same ``dvc.lock``.
 
 Stages run with ``--params params.yaml --preset tiny``, so a value comes from
 the preset when it sets the key and from ``params.yaml`` otherwise.  DVC can
@@ -53,6 +67,13 @@ STAGE_READS: dict[str, tuple[str, ...]] = {
 DVC_PARAMS = "params.yaml"
 DVC_PRESET = "tiny"
 SELFPLAY_SUMMARY = "selfplay.json"
+TIMING = "timing.json"  # volatile: .dvcignore keeps it out of DVC's hashes
+TRAIN_FACTS = "facts.json"
+# Self-play summary keys that measure speed, not the games.
+SELFPLAY_TIMING_KEYS = ("positions_per_s",)
+# result.json keys of a training run that differ from run to run.
+VOLATILE_RESULT_KEYS = ("seconds", "mlflow_run_id", "tracking_uri")
+VOLATILE_METRIC_PREFIXES = ("throughput/",)
 WINDOW_INDEX = "shards.txt"
 # The figures of a generation that `dvc metrics show` lists (plus the Elo vs
 # every ladder level); reports/generations.json, the plots file, has them all.
@@ -65,6 +86,7 @@ METRIC_KEYS = (
     "elo_vs_best",
     "window_positions",
 )
+METRIC_SUFFIXES = ("_elo", "_elo_clamped")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -100,6 +122,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     window.add_argument("--out", required=True, help="the window folder")
 
+    facts = actions.add_parser(
+        "facts", help="the reproducible part of a training run's result.json, as facts.json"
+    )
+    facts.add_argument("--train", required=True, help="the training run folder")
+
+    actions.add_parser(
+        "native",
+        help="make models._native importable here (copy it from the editable install when "
+        "the native sources match, else build it in place)",
+    )
+
     report = actions.add_parser("report", help="per-generation metrics and plots of a run folder")
     report.add_argument("--run", required=True, help="run folder holding genNNNN/ folders")
     report.add_argument(
@@ -127,8 +160,10 @@ def run(args: argparse.Namespace) -> int:
         "init": _init,
         "selfplay": _selfplay,
         "window": _window,
+        "facts": _facts,
         "report": _report,
         "params": _params,
+        "native": _native,
     }
     return action[args.action](args)
 
@@ -159,9 +194,32 @@ def _selfplay(args: argparse.Namespace) -> int:
     games = config.run.games_per_generation
     report = run_selfplay(config, args.out, games, net=net, generation=args.generation)
     summary = {"generation": args.generation, "checkpoint": args.checkpoint, **report.summary()}
-    with atomic_write(Path(args.out) / SELFPLAY_SUMMARY) as handle:
-        handle.write(json.dumps(summary, indent=2).encode())
-    print(json.dumps(summary, indent=2))
+    timing = {key: summary.pop(key) for key in SELFPLAY_TIMING_KEYS if key in summary}
+    for name, content in ((SELFPLAY_SUMMARY, summary), (TIMING, timing)):
+        with atomic_write(Path(args.out) / name) as handle:
+            handle.write(json.dumps(content, indent=2).encode())
+    print(json.dumps({**summary, **timing}, indent=2))
+    return 0
+
+
+def train_facts(result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` (a training run's ``result.json``) without what differs
+    from run to run: timings, throughput, the MLflow run and store."""
+    facts = {key: value for key, value in result.items() if key not in VOLATILE_RESULT_KEYS}
+    metrics = facts.get("metrics", {})
+    facts["metrics"] = {
+        key: value for key, value in metrics.items() if not key.startswith(VOLATILE_METRIC_PREFIXES)
+    }
+    return facts
+
+
+def _facts(args: argparse.Namespace) -> int:
+    from pipeline.atomic import atomic_write
+
+    folder = Path(args.train)
+    facts = train_facts(json.loads((folder / "result.json").read_text(encoding="utf-8")))
+    with atomic_write(folder / TRAIN_FACTS) as handle:
+        handle.write(json.dumps(facts, indent=2).encode())
     return 0
 
 
@@ -223,7 +281,9 @@ def generation_row(folder: Path) -> dict[str, Any] | None:
                 for key in ("games", "positions", "mean_game_length")
             }
         )
-    result_file = folder / "train" / "result.json"
+    result_file = folder / "train" / TRAIN_FACTS
+    if not result_file.exists():  # a zerochess run folder: no facts.json
+        result_file = folder / "train" / "result.json"
     if result_file.exists():
         result = json.loads(result_file.read_text(encoding="utf-8"))
         row["train_steps"] = result.get("steps")
@@ -238,6 +298,8 @@ def generation_row(folder: Path) -> dict[str, Any] | None:
     for index, level in enumerate(gate.get("ladder", [])):
         row[f"ladder{index}_elo"] = level.get("elo")
         row[f"ladder{index}_score"] = level.get("score")
+        if "elo_clamped" in level:  # 0/2 and 1/2 both read -190.8: only 1/2 is measured
+            row[f"ladder{index}_elo_clamped"] = int(bool(level["elo_clamped"]))
     return row
 
 
@@ -251,8 +313,11 @@ def build_report(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
 
 def metrics_of(row: dict[str, Any]) -> dict[str, Any]:
     """The few figures of a generation that ``dvc metrics show`` lists (Elo
-    vs every ladder level included); the plots file has them all."""
-    return {key: value for key, value in row.items() if key in METRIC_KEYS or key.endswith("_elo")}
+    vs every ladder level included, and whether it is only the clamp's
+    bound); the plots file has them all."""
+    return {
+        key: value for key, value in row.items() if key in METRIC_KEYS or key.endswith(METRIC_SUFFIXES)
+    }
 
 
 def write_report(
@@ -277,9 +342,10 @@ def write_report(
 
 def write_figures(rows: list[dict[str, Any]], folder: str | os.PathLike[str]) -> list[Path]:
     """``loss.png`` and ``elo.png`` of the generations in ``rows`` in ``folder``:
-    whole generations on the x axis, titled axes, and an Elo measured on a
-    score of 0 (or 1), which is only the clamp's bound, drawn as an open
-    triangle pointing down (up).  Returns the files written."""
+    whole generations on the x axis, titled axes, and an Elo that is only
+    the clamp's bound (a score of 0 or 1, or a ladder level the gate marks
+    ``elo_clamped``) drawn as an open triangle pointing down (up).  Returns
+    the files written."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -304,15 +370,15 @@ def write_figures(rows: list[dict[str, Any]], folder: str | os.PathLike[str]) ->
             if all(value is None for value in values):
                 continue
             (line,) = axis.plot(generations, [float("nan") if v is None else v for v in values], "o-", label=key)
-            score_key = {"elo_vs_best": "score_vs_best"}.get(key, key.replace("_elo", "_score"))
-            scores = [row.get(score_key) for row in rows] if score_key != key else []
-            for bound, marker in ((0.0, "v"), (1.0, "^")):
-                points = [(g, v) for g, v, sc in zip(generations, values, scores) if sc == bound and v is not None]
+            clamped = [_is_bound(row, key) for row in rows]
+            for below, marker in ((True, "v"), (False, "^")):
+                points = [(g, v) for g, v, c in zip(generations, values, clamped)
+                          if c and v is not None and (v < 0) == below]  # fmt: skip
                 if points:
                     bounds = True
                     axis.plot(*zip(*points), marker, color=line.get_color(), markerfacecolor="white", markersize=10)
         if bounds:
-            axis.plot([], [], "v", color="grey", markerfacecolor="white", label="bound (score 0: Elo below; 1: above)")
+            axis.plot([], [], "v", color="grey", markerfacecolor="white", label="clamped: the Elo is below (above) this")
         axis.xaxis.set_major_locator(MaxNLocator(integer=True))
         axis.set(title=title, xlabel="generation", ylabel=ylabel)
         if axis.get_legend_handles_labels()[0]:
@@ -328,12 +394,88 @@ def write_figures(rows: list[dict[str, Any]], folder: str | os.PathLike[str]) ->
     return written
 
 
+def _is_bound(row: dict[str, Any], key: str) -> bool:
+    """Whether the Elo ``row[key]`` is only the bound the estimate clamps to:
+    the gate says so (``..._elo_clamped``), else the score is 0 or 1."""
+    if f"{key}_clamped" in row:
+        return bool(row[f"{key}_clamped"])
+    score_key = {"elo_vs_best": "score_vs_best"}.get(key, key.replace("_elo", "_score"))
+    return score_key != key and row.get(score_key) in (0.0, 1.0)
+
+
 def _report(args: argparse.Namespace) -> int:
     rows = build_report(args.run)
     write_report(rows, args.metrics, args.plots)
     if args.figures:
         write_figures(rows, args.figures)
     print(json.dumps([metrics_of(row) for row in rows], indent=2))
+    return 0
+
+
+NATIVE_SOURCES = ("setup.py", "models/native")
+
+
+def native_module_name() -> str:
+    """The file name of ``models._native`` for this interpreter."""
+    import importlib.machinery
+
+    return "_native" + importlib.machinery.EXTENSION_SUFFIXES[0]
+
+
+def editable_source() -> Path | None:
+    """The checkout the installed ``zerochess`` distribution points to (an
+    editable install), or None."""
+    from importlib import metadata
+    from urllib.parse import unquote, urlparse
+
+    try:
+        direct = metadata.distribution("zerochess").read_text("direct_url.json")
+    except metadata.PackageNotFoundError:
+        return None
+    url = json.loads(direct or "{}").get("url", "")
+    return Path(unquote(urlparse(url).path)) if url.startswith("file://") else None
+
+
+def _same_native_sources(a: Path, b: Path) -> bool:
+    def files(root: Path) -> dict[str, bytes]:
+        found: dict[str, bytes] = {}
+        for name in NATIVE_SOURCES:
+            path = root / name
+            paths = sorted(path.rglob("*")) if path.is_dir() else [path]
+            found.update({str(f.relative_to(root)): f.read_bytes() for f in paths if f.is_file()})
+        return found
+
+    return files(a) == files(b)
+
+
+def ensure_native(root: Path, source: Path | None) -> str:
+    """Make ``models._native`` importable in the checkout ``root``: "present"
+    when it is there, "copied" from ``source`` (a checkout with the module
+    built) when both have the same native sources, else "built" in place."""
+    import shutil
+    import subprocess
+    import sys
+
+    name = native_module_name()
+    target = root / "models" / name
+    if target.exists():
+        return "present"
+    built = None if source is None else source / "models" / name
+    if built is not None and built.exists() and _same_native_sources(root, source):  # type: ignore[arg-type]
+        temporary = target.with_name(f".{name}.copy")
+        shutil.copy2(built, temporary)
+        os.replace(temporary, target)
+        return "copied"
+    subprocess.run(
+        [sys.executable, "setup.py", "build_ext", "--inplace", "-j", "2"],
+        cwd=root, check=True, stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    return "built"
+
+
+def _native(args: argparse.Namespace) -> int:
+    how = ensure_native(Path.cwd(), editable_source())
+    print(json.dumps({"native": native_module_name(), "how": how}))
     return 0
 
 

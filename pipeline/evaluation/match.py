@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,7 +138,7 @@ def _pgn(
     headers = game.headers
     headers["Event"] = event
     headers["Site"] = "zerochess"
-    headers["Date"] = datetime.date.today().strftime("%Y.%m.%d")
+    headers["Date"] = _game_date().strftime("%Y.%m.%d")
     headers["Round"] = round_label or "?"
     headers["White"], headers["Black"] = white, black
     headers["Result"] = result
@@ -146,6 +147,15 @@ def _pgn(
     if limits is not None:
         headers["TimeControl"] = _limits_label(limits)
     return str(game)
+
+
+def _game_date() -> datetime.date:
+    """Today, or the day of ``SOURCE_DATE_EPOCH`` when set (reproducible
+    outputs: the DVC pipeline's gate sets it)."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch is None:
+        return datetime.date.today()
+    return datetime.datetime.fromtimestamp(int(epoch), tz=datetime.timezone.utc).date()
 
 
 def _limits_label(limits: Limits) -> str:

@@ -98,6 +98,16 @@ def check_player(spec: str, context: PlayerContext = PlayerContext()) -> None:
         build_player(spec, context).close()
 
 
+def stockfish_settings(spec: str, context: PlayerContext = PlayerContext()) -> StockfishSettings:
+    """The settings a ``stockfish:...`` spec names (validated; starts no engine)."""
+    kind, plain, settings = parse_fields(spec)
+    if kind != "stockfish":
+        raise PlayerError(f"player spec {spec!r}: not a stockfish spec")
+    sf = _stockfish_settings(spec, settings, context)
+    _reject_unknown(spec, plain, settings)
+    return sf
+
+
 FIELDS = {
     "net": ("sims",),
     "stockfish": ("skill", "elo", "nodes", "depth", "movetime", "threads"),

@@ -9,7 +9,16 @@
 * ``close`` always leaves no process behind (quit, else kill by process id);
 * an engine that dies during its start-up is started again (up to ``retries``
   times, with back-off);
-* a missing or non-UCI binary is a start-up error naming the configured path.
+* a missing or non-UCI binary is a start-up error naming the configured path;
+* every game starts with ``ucinewgame`` (a cleared hash table), so a game does
+  not depend on the games the engine played before it.
+
+Reproducibility: with ``Threads`` 1, a node or depth limit and no ``Skill
+Level`` or ``UCI_LimitStrength`` Stockfish plays the same moves in the same
+position every time (:attr:`StockfishSettings.reproducible`).  Its skill
+levels pick among the best moves with a random generator seeded from the
+clock, and a time limit depends on the machine's speed: such games differ
+from run to run.
 """
 
 from __future__ import annotations
@@ -90,6 +99,15 @@ class StockfishSettings:
         if self.timeout_s <= 0 or self.retries < 0:
             raise PlayerError(f"stockfish timeout_s must be > 0 and retries >= 0, got {self.timeout_s}, {self.retries}")
 
+    @property
+    def reproducible(self) -> bool:
+        """Whether the same position always gets the same move: one thread, a
+        node or depth limit (not a time limit) and no strength limit (Skill
+        Level and UCI_Elo draw their weakening moves at random, seeded from
+        the clock)."""
+        weakened = (self.skill is not None and self.skill < 20) or self.elo is not None
+        return self.threads == 1 and self.movetime_s is None and not weakened
+
     def label(self) -> str:
         parts = ["stockfish"]
         for key in ("skill", "elo", "nodes", "depth", "movetime_s"):
@@ -108,6 +126,7 @@ class StockfishPlayer:
         self.name = settings.label()
         self._engine: chess.engine.SimpleEngine | None = None
         self._calls = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stockfish")
+        self._game = object()  # python-chess sends ucinewgame when this changes
         self.restarts = 0
         self._start()
 
@@ -204,7 +223,7 @@ class StockfishPlayer:
         """``engine.play`` bounded in time even for node or depth limits (python-chess
         waits forever there): past ``movetime + timeout_s`` the engine is frozen."""
         assert self._engine is not None
-        future = self._calls.submit(self._engine.play, board, limit)
+        future = self._calls.submit(self._engine.play, board, limit, game=self._game)
         budget = (chosen.movetime_s or 0.0) + self.settings.timeout_s
         try:
             return future.result(timeout=budget).move
@@ -213,7 +232,8 @@ class StockfishPlayer:
             raise TimeoutError(f"no reply within {budget:.1f} s") from None
 
     def new_game(self) -> None:
-        pass
+        """The next move starts a new game: ``ucinewgame`` clears the hash."""
+        self._game = object()
 
     def close(self) -> None:
         self._shutdown()

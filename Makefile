@@ -64,7 +64,7 @@ ssh-tools:
 install: $(STAMP) stockfish
 
 demo: install
-	$(VENV)/bin/zerochess run --preset cpu --out runs/demo $(DEMO_ARGS)
+	$(VENV)/bin/zerochess run --preset demo --out runs/demo $(DEMO_ARGS)
 
 test: install ssh-tools
 	$(PY) -m pytest $(PYTEST_ARGS)

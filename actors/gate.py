@@ -6,6 +6,10 @@
    ``always_promote`` (AlphaZero's choice: the match is only measured);
 2. candidate vs each level of a Stockfish ladder: score and Elo +- 95% CI,
    which anchors the network's strength to an external engine over a run;
+   each level says whether its Elo is only the bound of the estimate's clamp
+   (``elo_clamped``: e.g. 0/2 and 1/2 points both read -190.8, and only the
+   second is a measurement) and whether its games are ``reproducible``
+   (Stockfish with one thread, a node or depth limit and no skill level);
 3. the decision as JSON (``gate.json``, a DVC metrics file) and PGNs of every
    game beside it.
 """
@@ -14,19 +18,24 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dataclasses import replace
+
 from actors.evaluation import MatchSettings, run_tournament
 from pipeline.atomic import atomic_write
 from pipeline.config import Config, flatten
-from pipeline.evaluation.match import load_openings
+from pipeline.evaluation.match import Opening, load_openings
+from pipeline.evaluation.measure import mate_rate_figures, score_figures
 from pipeline.evaluation.tournament import TournamentReport, sprt_from
 from pipeline.players.base import Limits, PlayerError
-from pipeline.players.spec import PlayerContext
+from pipeline.players.spec import PlayerContext, check_player, stockfish_settings
 from pipeline.players.stockfish import find_stockfish
+from pipeline.stats import score_to_elo
 
 log = logging.getLogger(__name__)
 
@@ -123,4 +132,57 @@ def _ladder_level(
         on_pair=(lambda r: on_pair(spec, r)) if on_pair else None,
     )  # fmt: skip
     pairing = next(iter(result.pairings.values()))
-    return {"level": spec, **pairing.summary()}
+    summary = pairing.summary()
+    return {
+        "level": spec,
+        **summary,
+        "elo_clamped": elo_clamped(summary.get("score"), summary.get("elo")),
+        "reproducible": stockfish_settings(spec).reproducible,
+    }
+
+
+def elo_clamped(score: float | None, elo: float | None) -> bool:
+    """Whether ``elo`` (rounded to 0.1) is not the Elo of ``score`` but the
+    bound the estimate clamps it to: a score of 0 or 1, or one too close to
+    them for the number of games."""
+    if score is None or elo is None:
+        return False
+    exact = score_to_elo(score)
+    return not math.isfinite(exact) or abs(exact - elo) > 0.05
+
+
+def run_measure(config: Config, net: str, gen0: str, out: str | Path) -> dict[str, float]:
+    """The learning measure ``gating.measure`` of ``net`` (flat ``measure/...``
+    figures, :mod:`pipeline.evaluation.measure`), its games as PGNs under
+    ``out``; ``{}`` when the measure is ``none``.  ``net == gen0`` (generation
+    0 itself) skips the match against generation 0."""
+    gating = config.gating
+    if gating.measure == "none":
+        return {}
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    settings = replace(match_settings(config), max_plies=gating.measure_max_plies, event="zerochess measure")
+    openings = load_openings(gating.measure_book)
+    spec = f"net:{net}:sims={gating.simulations}"
+    if gating.measure == "mate_rate":
+        return _mate_rate(spec, openings[: gating.measure_games], settings, gating.measure_defence, out)
+    pairs = max(1, gating.measure_games // 2)
+    figures: dict[str, float] = {}
+    opponents = [("random", "random")]
+    if Path(net).resolve() != Path(gen0).resolve():
+        opponents.insert(0, ("gen0", f"net:{gen0}:sims={gating.simulations}"))
+    for name, opponent in opponents:
+        report = run_tournament([spec, opponent], openings, pairs, settings, pgn_path=str(out / f"vs_{name}.pgn"))
+        figures.update(score_figures(next(iter(report.pairings.values())).summary(), name))
+    return figures
+
+
+def _mate_rate(spec: str, openings: list[Opening], settings: MatchSettings, defence: str, out: Path) -> dict[str, float]:
+    """Mates by ``spec`` from each start it has the move in, against Stockfish.
+    A pair plays each start with colours swapped; only the net's games as
+    the side to move count (the other game, Stockfish attacking, is short)."""
+    defender = f"stockfish:{defence}"
+    check_player(defender, settings.context)  # a bad spec or a missing engine fails before the games
+    report = run_tournament([spec, defender], openings, len(openings), settings,
+                            pgn_path=str(out / "mate_rate.pgn"))
+    return mate_rate_figures(report.games, report.names[spec], openings)

@@ -16,7 +16,10 @@ Run folder ``OUT``:
   one is moved to ``shards/quarantine/`` (with a ``.reason.txt``) and its task
   is played again (same task id, same seed), so no finished game is dropped;
 * ``gen0000/net.pt`` — the random initial network; ``genNNNN/train/`` the
-  training run of generation N (``net.pt`` inside), ``genNNNN/gate/`` its gate;
+  training run of generation N (``net.pt`` inside), ``genNNNN/gate/`` its gate,
+  ``genNNNN/measure/`` the games of its learning measure (``gating.measure``:
+  a ledger stage ``measure``, generation 0's too, in the status line, MLflow
+  and the lower panel of ``elo.png``);
 * ``best.txt`` — path of the current best network;
 * ``metrics.json`` — per-generation figures (a DVC metrics file);
 * ``mlflow.db`` — the MLflow store (unless ``MLFLOW_TRACKING_URI`` is set):
@@ -37,12 +40,14 @@ from typing import Any
 
 import torch
 
-from actors.gate import run_gate
+from actors.gate import run_gate, run_measure
 from actors.selfplay import plan_tasks, run_selfplay
 from models.net import AlphaZeroNet
 from pipeline.atomic import atomic_write
 from pipeline.checkpoint import load_net, load_weights, save_net
 from pipeline.config import Config, flatten
+from pipeline.evaluation.measure import PREFIX as MEASURE_PREFIX
+from pipeline.evaluation.measure import measure_text
 from pipeline.shards import ShardError, quarantine_shard, read_shard, shard_exists, shard_name
 from pipeline.status import RunStatus, StatusBoard, TrainingStatus, elo_text
 from pipeline.training.tracking import EXPERIMENT_KIND_TAG, TRAINING_KIND, mark_training_experiment
@@ -224,6 +229,8 @@ def _generations(
     games = Ledger(out / GAMES_FILE)
     best = _initial_best(config, out, ledger, tracker, init_net)
     board.update(best=best, mlflow=tracker.uri, max_steps=config.train.max_steps)
+    gen0 = ledger.find(0, "init")["net"]  # type: ignore[index]
+    baseline = _measure(config, out, ledger, tracker, 0, gen0, gen0, board, say)
     shards = config.run.shards or str(out / "shards")
     history: list[dict[str, Any]] = [e["summary"] for e in ledger.entries if e["stage"] == "generation"]
     latest = best  # training continues from the newest trained net; self-play uses the best
@@ -277,6 +284,10 @@ def _generations(
                      step=trained["steps"])  # fmt: skip
         tracker.log_metrics(run_id, {k: v for k, v in trained["metrics"].items() if k.startswith("loss/")})
         summary["train"] = trained["metrics"]
+        figures = _measure(config, out, ledger, tracker, generation, trained["net"], gen0, board, say,
+                           run_id=run_id, baseline=baseline)  # fmt: skip
+        if figures:
+            summary["measure"] = figures
 
         gated = ledger.find(generation, "gate")
         if gated is None:
@@ -303,12 +314,43 @@ def _generations(
         tracker.log_metrics(tracker.parent_id, {**losses, **summary["gate"]}, step=generation)
         ledger.append({"generation": generation, "stage": "generation", "best": best, "summary": summary})
         history.append(summary)
-        _write_metrics(out, history)
+        _write_metrics(out, history, baseline)
         say(_status_line(summary))
-    _plot(out, history, tracker)
+    _plot(out, history, tracker, baseline)
     tracker.finish(tracker.parent_id)
     board.update(stage="finished")
-    return {"generations": history, "best": best, "mlflow": tracker.uri, "parent_run": tracker.parent_id}
+    return {"generations": history, "best": best, "mlflow": tracker.uri, "parent_run": tracker.parent_id,
+            "measure_gen0": baseline}
+
+
+def _measure(
+    config: Config, out: Path, ledger: Ledger, tracker: Tracker, generation: int, net: str, gen0: str,
+    board: StatusBoard, say: Callable[[str], None], *, run_id: str | None = None,
+    baseline: dict[str, float] | None = None,
+) -> dict[str, float]:  # fmt: skip
+    """Generation ``generation``'s learning measure (``gating.measure``), played
+    once (a ledger stage ``measure``), logged to its MLflow run and to the
+    parent run at step = generation, and shown on the board; ``{}`` when off."""
+    if config.gating.measure == "none":
+        return {}
+    entry = ledger.find(generation, "measure")
+    if entry is None:
+        say(f"generation {generation}: measure ({config.gating.measure}, {config.gating.measure_games} games)")
+        board.update(stage="measuring")
+        figures = run_measure(config, net, gen0, out / f"gen{generation:04d}" / "measure")
+        entry = {"generation": generation, "stage": "measure", "net": net, "figures": figures}
+        ledger.append(entry)
+        for run in [run_id] if run_id else []:
+            tracker.log_metrics(run, figures)
+        tracker.log_metrics(tracker.parent_id, figures, step=generation)
+        if generation == 0:
+            say(f"generation 0 (random net): {measure_text(figures)}")
+    figures = entry["figures"]
+    shown = f"generation {generation}: {measure_text(figures)}"
+    if baseline and generation:
+        shown += f"   (generation 0: {measure_text(baseline)})"
+    board.update(learning=shown)
+    return figures
 
 
 def _both(*callbacks: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
@@ -487,10 +529,12 @@ def _gate_metrics(gated: dict[str, Any]) -> dict[str, float]:
     return metrics
 
 
-def _write_metrics(out: Path, history: list[dict[str, Any]]) -> None:
+def _write_metrics(out: Path, history: list[dict[str, Any]], baseline: dict[str, float] | None = None) -> None:
+    document: dict[str, Any] = {"generations": history, "last": history[-1] if history else {}}
+    if baseline:
+        document["measure_gen0"] = baseline
     with atomic_write(out / "metrics.json") as handle:
-        handle.write(json.dumps({"generations": history, "last": history[-1] if history else {}},
-                                indent=2, default=str).encode())  # fmt: skip
+        handle.write(json.dumps(document, indent=2, default=str).encode())
 
 
 def _status_line(summary: dict[str, Any]) -> str:
@@ -509,6 +553,7 @@ def _status_line(summary: dict[str, Any]) -> str:
         f"gate: {'PROMOTED' if gate['gate/promoted'] else 'rejected'}"
         + (f", vs best {_vs_best_text(gate)} Elo" if "gate/elo_vs_best" in gate else "")
         + (f", ladder {ladder}" if ladder else "")
+        + (f"; {measure_text(summary['measure'])}" if summary.get("measure") else "")
     )
 
 
@@ -517,22 +562,24 @@ def _vs_best_text(gate: dict[str, float]) -> str:
     return elo_text(gate["gate/elo_vs_best"], gate.get("gate/score_vs_best"), int(gate.get("gate/games_vs_best", 0)))
 
 
-def _plot(out: Path, history: list[dict[str, Any]], tracker: Tracker) -> None:
-    """Elo over generations as ``elo.png``, logged to the parent run."""
+def _plot(out: Path, history: list[dict[str, Any]], tracker: Tracker, baseline: dict[str, float] | None = None) -> None:
+    """Elo (and the learning measure) over generations as ``elo.png``, logged to the parent run."""
     if not history:
         return
     import matplotlib.pyplot as plt
 
-    figure = elo_figure(history)
+    figure = elo_figure(history, baseline)
     path = out / "elo.png"
     figure.savefig(path, dpi=100)
     plt.close(figure)
     tracker.client.log_artifact(tracker.parent_id, str(path))
 
 
-def elo_figure(history: list[dict[str, Any]]) -> Any:
+def elo_figure(history: list[dict[str, Any]], baseline: dict[str, float] | None = None) -> Any:
     """The Elo curves (vs best and vs each ladder level) of ``history``'s
-    generations, whole generations on the x axis.
+    generations, whole generations on the x axis; below them, when the loop
+    measured learning (``gating.measure``), the measure from generation 0
+    (``baseline``) on, with its 95% interval as a band.
 
     A generation whose score was 0 (or 1) has no finite Elo: its point is the
     clamp's bound (``pipeline.stats``), drawn as an open triangle pointing
@@ -543,7 +590,12 @@ def elo_figure(history: list[dict[str, Any]]) -> Any:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    figure, axis = plt.subplots(figsize=(6, 4))
+    measured = bool(baseline) or any(entry.get("measure") for entry in history)
+    if measured:
+        figure, (axis, lower) = plt.subplots(2, 1, figsize=(6, 7), sharex=True)
+        _measure_panel(lower, history, baseline or {})
+    else:
+        figure, axis = plt.subplots(figsize=(6, 4))
     generations = [entry["generation"] for entry in history]
     keys = sorted({key for entry in history for key in entry["gate"] if key.endswith("elo") or "elo_vs" in key})
     bounds = False
@@ -562,12 +614,42 @@ def elo_figure(history: list[dict[str, Any]]) -> Any:
     if bounds:
         axis.plot([], [], "v", color="grey", markerfacecolor="none", label="bound (score 0: Elo below; 1: above)")
     axis.xaxis.set_major_locator(MaxNLocator(integer=True))
-    axis.set_xlabel("generation")
+    if not measured:
+        axis.set_xlabel("generation")
     axis.set_ylabel("Elo (candidate's view)")
     axis.legend(fontsize="small")
     axis.grid(alpha=0.3)
     figure.tight_layout()
     return figure
+
+
+MEASURE_SERIES = (
+    ("mate_rate", "mate rate vs Stockfish defence"),
+    ("score_vs_gen0", "score vs generation 0"),
+    ("score_vs_random", "score vs random mover"),
+)
+
+
+def _measure_panel(axis: Any, history: list[dict[str, Any]], baseline: dict[str, float]) -> None:
+    """The learning measure per generation (generation 0: the random net),
+    each series with its 95% interval as a band."""
+    from matplotlib.ticker import MaxNLocator
+
+    rows = [(0, baseline)] + [(entry["generation"], entry.get("measure") or {}) for entry in history]
+    for name, label in MEASURE_SERIES:
+        key = MEASURE_PREFIX + name
+        points = [(g, f[key], f.get(f"{key}_low", f[key]), f.get(f"{key}_high", f[key])) for g, f in rows if key in f]
+        if not points:
+            continue
+        gens, values, low, high = zip(*points)
+        (line,) = axis.plot(gens, values, marker="o", label=label)
+        axis.fill_between(gens, low, high, alpha=0.2, color=line.get_color())
+    axis.set_ylim(-0.02, 1.02)
+    axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axis.set_xlabel("generation (0: the random network)")
+    axis.set_ylabel("learning measure (95% interval)")
+    axis.legend(fontsize="small")
+    axis.grid(alpha=0.3)
 
 
 def _score_key(elo_key: str) -> str:

@@ -1,7 +1,8 @@
 """The live one-screen status of ``zerochess run``.
 
 :class:`RunStatus` is the state (generation, stage, games/s, positions in the
-replay window, losses, last gate verdict, Elo against the Stockfish ladder);
+replay window, losses, last gate verdict, Elo against the Stockfish ladder,
+the learning measure);
 :class:`StatusBoard` updates it and, on a terminal, redraws it in place with
 rich's ``Live``.  Off a terminal (CI, a pipe, ``make demo | tee``) nothing is
 redrawn: the loop's one line per stage is the log.
@@ -44,6 +45,7 @@ class RunStatus:
     elo_vs_best: float | None = None
     ladder_elo: dict[str, float] = field(default_factory=dict)
     ladder_scores: dict[str, tuple[float, int]] = field(default_factory=dict)
+    learning: str = "-"
     best: str = ""
     mlflow: str = ""
     recent: list[str] = field(default_factory=list)
@@ -87,6 +89,7 @@ def render(status: RunStatus) -> Panel:
     ladder = "   ".join(f"{level} {elo_text(elo, *status.ladder_scores.get(level, (None, None)))}"
                          for level, elo in status.ladder_elo.items())  # fmt: skip
     table.add_row("Stockfish ladder", ladder or "-")
+    table.add_row("learning", status.learning)
     table.add_row("best net", status.best or "-")
     table.add_row("MLflow", status.mlflow or "-")
     recent = Text("\n".join(status.recent[-4:]), style="dim")

@@ -15,7 +15,7 @@ def add_params_arguments(parser: argparse.ArgumentParser) -> None:
         default="params.yaml",
         help="parameter file (default: params.yaml; 'none' for the embedded defaults)",
     )
-    parser.add_argument("--preset", help="merge presets/NAME.yaml over the params (tiny, cpu, gpu, cluster, endgame)")
+    parser.add_argument("--preset", help="merge presets/NAME.yaml over the params (tiny, cpu, demo, gpu, cluster, endgame)")
     parser.add_argument(
         "--set",
         dest="overrides",

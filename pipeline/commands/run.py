@@ -75,12 +75,17 @@ def _run(args: argparse.Namespace, config: Config) -> int:
 
     with board:
         result = run_pipeline(config, args.out, init_net=args.init_checkpoint, on_event=on_event, board=board)
+    from pipeline.evaluation.measure import measure_text
+
+    if result.get("measure_gen0"):
+        print(f"generation 0 (random net): {measure_text(result['measure_gen0'])}")
     for entry in result["generations"]:
         gate = entry["gate"]
         vs_best = (elo_text(gate["gate/elo_vs_best"], gate.get("gate/score_vs_best"), int(gate.get("gate/games_vs_best", 0)))
                    if "gate/elo_vs_best" in gate else "-")  # fmt: skip
         print(f"generation {entry['generation']}: loss/total {entry['train'].get('loss/total', float('nan')):.3f}, "
-              f"{'promoted' if gate['gate/promoted'] else 'rejected'}, Elo vs best {vs_best}")  # fmt: skip
+              f"{'promoted' if gate['gate/promoted'] else 'rejected'}, Elo vs best {vs_best}"
+              + (f", {measure_text(entry['measure'])}" if entry.get("measure") else ""))  # fmt: skip
     _print_last_game(args.out, result)
     print(json.dumps({"best": result["best"], "mlflow": result["mlflow"], "parent_run": result["parent_run"]}))
     print(f"compare runs: {mlflow_ui_command(result['mlflow'])}  (then open http://127.0.0.1:5000)")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pipeline.config_errors import ConfigError
 
+MEASURES = ("none", "mate_rate", "vs_gen0")
 DEFAULT_BOOK = str(Path(__file__).resolve().parents[2] / "data" / "openings.epd")
 
 
@@ -39,6 +40,23 @@ class GatingConfig:
             share a GPU: the cluster preset gates on GPU slices).
         engine_timeout_s: seconds past its move limit before an engine is
             taken as frozen and restarted.
+        measure: the loop's learning measure, played after each generation's
+            training with its network at ``simulations`` (and once for
+            generation 0): ``none``; ``mate_rate``: the network plays the
+            side to move of each held-out start against a Stockfish defence
+            (``measure_defence``) and must mate within ``measure_max_plies``
+            plies (rate with a Wilson 95% interval; for endgame starts);
+            ``vs_gen0``: score against generation 0 and against the random
+            mover, colour-swapped pairs from the held-out starts
+            (:mod:`pipeline.evaluation.measure`).
+        measure_openings: EPD/FEN file of the held-out starts of the
+            measure; empty: the gating book (``openings``).
+        measure_games: mate_rate: starts played (the first of the file);
+            vs_gen0: games against each opponent (pairs: even).
+        measure_max_plies: plies a measure game may last (a mate must come
+            before); replaces ``max_plies`` for the measure.
+        measure_defence: mate_rate: the Stockfish defending, as a player spec
+            without the kind (``depth=10``).
     """
 
     simulations: int = 100
@@ -58,9 +76,15 @@ class GatingConfig:
     cpus_per_worker: float = 1.0
     gpus_per_worker: float = 0.0
     engine_timeout_s: float = 10.0
+    measure: str = "none"
+    measure_openings: str = ""
+    measure_games: int = 24
+    measure_max_plies: int = 100
+    measure_defence: str = "depth=10"
 
     def __post_init__(self) -> None:
-        for name in ("simulations", "max_plies", "max_games", "ladder_games", "workers"):
+        for name in ("simulations", "max_plies", "max_games", "ladder_games", "workers", "measure_games",
+                     "measure_max_plies"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"gating.{name} must be >= 1, got {getattr(self, name)!r}")
         for name in ("cpus_per_worker", "gpus_per_worker"):
@@ -78,7 +102,22 @@ class GatingConfig:
                 raise ConfigError(f"gating.{name} must be in (0, 0.5), got {getattr(self, name)!r}")
         if self.max_games % 2:
             raise ConfigError(f"gating.max_games must be even (games come in pairs), got {self.max_games}")
+        self._check_measure()
+
+    def _check_measure(self) -> None:
+        if self.measure not in MEASURES:
+            raise ConfigError(f"gating.measure must be one of {', '.join(MEASURES)}, got {self.measure!r}")
+        if self.measure == "vs_gen0" and self.measure_games % 2:
+            raise ConfigError(f"gating.measure_games must be even for vs_gen0 (games come in pairs), "
+                              f"got {self.measure_games}")  # fmt: skip
+        if self.measure == "mate_rate" and not self.measure_defence.strip():
+            raise ConfigError("gating.measure_defence must name the Stockfish defence for mate_rate "
+                              "(e.g. depth=10), got ''")  # fmt: skip
 
     @property
     def book(self) -> str:
         return self.openings or DEFAULT_BOOK
+
+    @property
+    def measure_book(self) -> str:
+        return self.measure_openings or self.book

@@ -85,6 +85,8 @@ class Phase:
     name: str
     overrides: list[str]
     eval_openings: list[Opening]
+    gen0_pairs: int = 0  # 0: all of eval_openings
+    eval_every: int = 1  # evaluate every this many generations (and the last one)
 
 
 def match(players: list[str], openings: list[Opening], settings: MatchSettings, pgn: Path) -> dict[str, Any]:
@@ -107,8 +109,23 @@ def mate_rate(net: str, openings: list[Opening], settings: MatchSettings, pgn: P
     mates = [game for game in strong if game.result == "1-0"]
     rate, low, high = wilson(len(mates), len(strong))
     plies = sorted(game.plies for game in mates)
+    kind_of = {opening.name: endgame_kind(opening.fen) for opening in openings}
+    kinds: dict[str, dict[str, Any]] = {}
+    for kind in sorted({kind_of[game.opening] for game in strong}):
+        games = [game for game in strong if kind_of[game.opening] == kind]
+        won = sum(game.result == "1-0" for game in games)
+        k_rate, k_low, k_high = wilson(won, len(games))
+        kinds[kind] = {"mates": won, "games": len(games), "rate": k_rate, "rate_low": k_low, "rate_high": k_high}
     return {"mates": len(mates), "games": len(strong), "rate": rate, "rate_low": low, "rate_high": high,
-            "median_mate_plies": plies[len(plies) // 2] if plies else None}  # fmt: skip
+            "median_mate_plies": plies[len(plies) // 2] if plies else None, "kinds": kinds}  # fmt: skip
+
+
+def endgame_kind(fen: str) -> str:
+    """``KQK``, ``KRK``, ... from a start FEN's pieces (strong side first)."""
+    board = fen.split()[0]
+    white = "K" + "".join(sorted((c for c in board if c in "QRBNP"), key="QRBNP".index))
+    black = "K" + "".join(sorted((c.upper() for c in board if c in "qrbnp"), key="QRBNP".index))
+    return white + black if len(white) >= len(black) else black + white
 
 
 def evaluate(phase: Phase, config: Config, net: str, gen0: str, folder: Path) -> dict[str, Any]:
@@ -119,7 +136,8 @@ def evaluate(phase: Phase, config: Config, net: str, gen0: str, folder: Path) ->
     base = f"net:{gen0}:sims={config.gating.simulations}"
     result: dict[str, Any] = {}
     if net != gen0:
-        result["vs_gen0"] = match([spec, base], phase.eval_openings, settings, folder / "vs_gen0.pgn")
+        pairs = phase.eval_openings[: phase.gen0_pairs] if phase.gen0_pairs else phase.eval_openings
+        result["vs_gen0"] = match([spec, base], pairs, settings, folder / "vs_gen0.pgn")
     if phase.name == "endgame":
         result["mate"] = mate_rate(spec, phase.eval_openings, settings, folder / "mate.pgn")
     else:
@@ -128,6 +146,9 @@ def evaluate(phase: Phase, config: Config, net: str, gen0: str, folder: Path) ->
 
 
 def run_phase(phase: Phase, out: Path, minutes: float, max_generations: int, preset: str) -> list[dict[str, Any]]:
+    """Generations until the time budget (self-play, training and evaluation
+    together) or ``max_generations``; every ``phase.eval_every``-th generation
+    and the last one are evaluated."""
     out.mkdir(parents=True, exist_ok=True)
     config = load_config(ROOT / "params.yaml", phase.overrides, preset=preset)
     curve_path = out / "curve.json"
@@ -135,34 +156,43 @@ def run_phase(phase: Phase, out: Path, minutes: float, max_generations: int, pre
     started = time.monotonic()
     last = 0.0
     generation = max((entry["generation"] for entry in curve), default=0)
+    pending: dict[str, Any] | None = None  # the newest generation, when not evaluated yet
     while True:
         _baseline(phase, config, out, curve)
-        if generation >= max_generations:
-            break
         spent = (time.monotonic() - started) / 60
-        if spent + last > minutes:
-            print(f"[{phase.name}] time budget reached ({spent:.1f} of {minutes:.0f} min)", flush=True)
+        if generation >= max_generations or spent + last > minutes:
+            print(f"[{phase.name}] stopping after generation {generation} ({spent:.1f} of {minutes:.0f} min)", flush=True)
             break
         generation += 1
         begun = time.monotonic()
         run_config = replace(config, run=replace(config.run, generations=generation))
         run_pipeline(run_config, out / "run", on_event=lambda text: print(f"[{phase.name}] {text}", flush=True))
         ledger = Ledger(out / "run" / "ledger.jsonl")
-        net = ledger.find(generation, "train")["net"]  # type: ignore[index]
-        gen0 = ledger.find(0, "init")["net"]  # type: ignore[index]
-        eval_dir = out / f"eval{generation:04d}"
-        figures = evaluate(phase, config, net, gen0, eval_dir)
         summary = ledger.find(generation, "generation")["summary"]  # type: ignore[index]
-        entry = {"generation": generation, "minutes": round((time.monotonic() - started) / 60, 2),
-                 "selfplay_games": summary["selfplay"].get("games"),
-                 "mean_game_length": summary["selfplay"].get("mean_game_length"),
-                 "loss": {k: v for k, v in summary["train"].items() if k.startswith("loss/")}, **figures}  # fmt: skip
-        curve.append(entry)
-        _save(curve_path, phase, preset, curve)
-        print(f"[{phase.name}] {line(entry)}", flush=True)
+        pending = {"generation": generation,
+                   "selfplay_games": summary["selfplay"].get("games"),
+                   "mean_game_length": summary["selfplay"].get("mean_game_length"),
+                   "loss": {k: v for k, v in summary["train"].items() if k.startswith("loss/")}}  # fmt: skip
+        if generation % phase.eval_every == 0:
+            _evaluate_entry(phase, config, out, pending, started, curve, preset)
+            pending = None
         last = (time.monotonic() - begun) / 60
+    if pending is not None:
+        _evaluate_entry(phase, config, out, pending, started, curve, preset)
     _save(curve_path, phase, preset, curve)
     return sorted(curve, key=lambda entry: entry["generation"])
+
+
+def _evaluate_entry(phase: Phase, config: Config, out: Path, entry: dict[str, Any], started: float,
+                    curve: list[dict[str, Any]], preset: str) -> None:  # fmt: skip
+    ledger = Ledger(out / "run" / "ledger.jsonl")
+    net = ledger.find(entry["generation"], "train")["net"]  # type: ignore[index]
+    gen0 = ledger.find(0, "init")["net"]  # type: ignore[index]
+    entry.update(evaluate(phase, config, net, gen0, out / f"eval{entry['generation']:04d}"))
+    entry["minutes"] = round((time.monotonic() - started) / 60, 2)
+    curve.append(entry)
+    _save(out / "curve.json", phase, preset, curve)
+    print(f"[{phase.name}] {line(entry)}", flush=True)
 
 
 def _baseline(phase: Phase, config: Config, out: Path, curve: list[dict[str, Any]]) -> None:
@@ -206,6 +236,8 @@ def line(entry: dict[str, Any]) -> str:
     if "mate" in entry:
         m = entry["mate"]
         parts.append(f"mate rate {m['rate']:.2f} [{m['rate_low']:.2f}, {m['rate_high']:.2f}] ({m['mates']}/{m['games']})")
+        for kind, k in m.get("kinds", {}).items():
+            parts.append(f"{kind} {k['rate']:.2f} [{k['rate_low']:.2f}, {k['rate_high']:.2f}] ({k['mates']}/{k['games']})")
     for key, label in (("vs_random", "vs random"), ("vs_gen0", "vs gen0")):
         if key in entry:
             r = entry[key]
@@ -267,6 +299,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--endgame-temperature-plies", type=int, default=2,
                         help="search.temperature_plies in endgames (sampling by visits; then the most visited)")
     parser.add_argument("--eval-positions", type=int, default=24, help="held-out endgame starts (pairs) per evaluation")
+    parser.add_argument("--gen0-pairs", type=int, default=50,
+                        help="held-out starts (pairs) of the endgame match against generation 0 (0: all)")
+    parser.add_argument("--eval-every", type=int, default=1, help="evaluate every this many generations (and the last)")
     parser.add_argument("--standard-pairs", type=int, default=12, help="openings (pairs) per standard evaluation")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="more config overrides")
     parser.add_argument("--plot-dir", help="also copy the plots here (e.g. docs)")
@@ -296,10 +331,11 @@ def main(argv: list[str] | None = None) -> int:
                      "search.fpu_mode=absolute", "search.fpu_value=0",  # AlphaZero's Q = 0 for unvisited moves
                      f"search.num_simulations={args.endgame_simulations}",
                      f"gating.simulations={args.endgame_simulations}", *common]  # fmt: skip
-        phases.append((Phase("endgame", overrides, load_openings(out / "endgames_eval.epd")), args.minutes))
+        phases.append((Phase("endgame", overrides, load_openings(out / "endgames_eval.epd"), args.gen0_pairs,
+                             args.eval_every), args.minutes))  # fmt: skip
     if args.phase in ("standard", "both"):
         openings = load_openings(ROOT / "data" / "openings.epd")[: args.standard_pairs]
-        phases.append((Phase("standard", common, openings), args.minutes_standard))
+        phases.append((Phase("standard", common, openings, 0, args.eval_every), args.minutes_standard))
     for phase, minutes in phases:
         folder = out / phase.name
         if args.recheck:

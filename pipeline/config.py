@@ -24,7 +24,7 @@ from models.search import SearchConfig
 from pipeline.config_errors import ConfigError
 from pipeline.curriculum import CurriculumStage, check_curriculum
 from pipeline.evaluation.config import GatingConfig
-from pipeline.loop_config import RunConfig
+from pipeline.loop_config import RunConfig, check_training_devices
 from pipeline.supervised.config import SupervisedConfig
 from pipeline.training.config import TrainConfig
 
@@ -63,6 +63,17 @@ class SelfPlayConfig:
         resign_plies: consecutive own moves below the threshold to resign.
         resign_playthrough: share of games where resigning is disabled, to
             measure how often a resignation would have been wrong.
+        draw_adjudication_plies: not AlphaZero (lc0/KataGo practice): a game
+            of at least this many plies whose root |q| stayed below
+            ``draw_adjudication_q`` for its last ``draw_adjudication_window``
+            plies (either side's searches) ends as a draw, z = 0
+            (termination ``draw_adjudicated``); 0 turns it off.
+        draw_adjudication_window: consecutive plies of small root |q| that
+            adjudicate a draw.
+        draw_adjudication_q: root |q| below which a ply counts as drawish.
+        draw_adjudication_playthrough: share of games where draw adjudication
+            is disabled, to measure how often an adjudicated draw would have
+            been a decisive game (``false_draws``).
         start_positions: EPD or FEN file (one position a line, ``#`` starts a
             comment) to draw start positions from; empty for the standard start.
         random_plies: uniformly random moves played from the start position
@@ -104,6 +115,10 @@ class SelfPlayConfig:
     resign_threshold: float = -0.95
     resign_plies: int = 3
     resign_playthrough: float = 0.1
+    draw_adjudication_plies: int = 0
+    draw_adjudication_window: int = 20
+    draw_adjudication_q: float = 0.05
+    draw_adjudication_playthrough: float = 0.1
     start_positions: str = ""
     random_plies: int = 0
     seed: int = 0
@@ -125,15 +140,18 @@ class SelfPlayConfig:
     def __post_init__(self) -> None:
         at_least_one = ("games_per_task", "max_plies", "fast_simulations", "resign_plies", "workers",
                         "threads_per_worker", "search_threads", "material_margin",
-                        "stockfish_adjudication_nodes")  # fmt: skip
+                        "stockfish_adjudication_nodes", "draw_adjudication_window")  # fmt: skip
         for name in at_least_one:
             _require(f"selfplay.{name}", getattr(self, name), getattr(self, name) >= 1, ">= 1")
-        for name in ("random_plies", "cpus_per_worker", "gpus_per_worker", "max_restarts", "max_task_retries"):
+        for name in ("random_plies", "cpus_per_worker", "gpus_per_worker", "max_restarts", "max_task_retries",
+                     "draw_adjudication_plies"):  # fmt: skip
             _require(f"selfplay.{name}", getattr(self, name), getattr(self, name) >= 0, ">= 0")
-        for name in ("full_search_prob", "resign_playthrough"):
+        for name in ("full_search_prob", "resign_playthrough", "draw_adjudication_playthrough"):
             value = getattr(self, name)
             _require(f"selfplay.{name}", value, 0.0 <= value <= 1.0, "in [0, 1]")
         _require("selfplay.resign_threshold", self.resign_threshold, -1.0 <= self.resign_threshold <= 1.0, "in [-1, 1]")
+        _require("selfplay.draw_adjudication_q", self.draw_adjudication_q, 0.0 < self.draw_adjudication_q <= 1.0,
+                 "in (0, 1]")  # fmt: skip
         _require("selfplay.device", self.device, self.device in ("auto", "cpu", "cuda"), "auto, cpu or cuda")
         _require("selfplay.stockfish_adjudication_cp", self.stockfish_adjudication_cp,
                  self.stockfish_adjudication_cp >= 0, ">= 0")  # fmt: skip
@@ -144,6 +162,10 @@ class SelfPlayConfig:
     @property
     def resign_enabled(self) -> bool:
         return self.resign_threshold > -1.0
+
+    @property
+    def draw_adjudication_enabled(self) -> bool:
+        return self.draw_adjudication_plies > 0
 
 
 def _require(key: str, value: object, ok: bool, what: str) -> None:
@@ -183,6 +205,9 @@ class Config:
     gating: GatingConfig = field(default_factory=GatingConfig)
     run: RunConfig = field(default_factory=RunConfig)
     demo: DemoConfig = field(default_factory=DemoConfig)
+
+    def __post_init__(self) -> None:
+        check_training_devices(self.run, self.train.devices)  # rules across sections
 
 
 # ---------------------------------------------------------------------------

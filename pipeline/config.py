@@ -24,7 +24,7 @@ from models.search import SearchConfig
 from pipeline.config_errors import ConfigError
 from pipeline.curriculum import CurriculumStage, check_curriculum
 from pipeline.evaluation.config import GatingConfig
-from pipeline.loop_config import RunConfig, check_training_devices
+from pipeline.loop_config import RunConfig, check_async_measure, check_training_devices
 from pipeline.supervised.config import SupervisedConfig
 from pipeline.training.config import TrainConfig
 
@@ -208,6 +208,7 @@ class Config:
 
     def __post_init__(self) -> None:
         check_training_devices(self.run, self.train.devices)  # rules across sections
+        check_async_measure(self.run, self.gating.measure)
 
 
 # ---------------------------------------------------------------------------

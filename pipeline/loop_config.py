@@ -103,3 +103,14 @@ def check_training_devices(run: RunConfig, devices: int) -> None:
             f"train.devices must be 0 or 1 with run.mode async (its trainer trains on one device, "
             f"no DDP), got {devices!r}; for DDP over several GPUs use run.mode sync"
         )
+
+
+def check_async_measure(run: RunConfig, measure: str) -> None:
+    """The learning measure (``gating.measure``) is played by the synchronous
+    loop after each generation; the async loop has no generations to hang it
+    on, so asking for it there is an error rather than silently nothing."""
+    if run.mode == "async" and measure != "none":
+        raise ConfigError(
+            f"gating.measure must be none with run.mode async (the measure runs after each generation "
+            f"of the sync loop), got {measure!r}; use run.mode sync, or bench/learning.py on the run's nets"
+        )

@@ -67,6 +67,14 @@ def test_ddp_is_rejected_in_async_mode_naming_the_keys(override: str, key: str) 
         assert load_config(ROOT / "params.yaml", ["run.mode=async", one]).run.mode == "async"
 
 
+def test_the_learning_measure_is_rejected_in_async_mode() -> None:
+    """gating.measure runs after each generation of the sync loop: async mode
+    says so at load time instead of silently measuring nothing."""
+    with pytest.raises(ConfigError, match=r"gating\.measure must be none with run\.mode async .*got 'mate_rate'"):
+        load_config(ROOT / "params.yaml", ["run.mode=async", "gating.measure=mate_rate"])
+    assert load_config(ROOT / "params.yaml", ["run.mode=sync", "gating.measure=mate_rate"]).gating.measure == "mate_rate"
+
+
 def test_modes_of_the_presets() -> None:
     assert load_config(ROOT / "params.yaml").run.mode == "sync"
     assert load_config(ROOT / "params.yaml", preset="tiny").run.mode == "sync"

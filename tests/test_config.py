@@ -72,7 +72,7 @@ def test_errors_name_the_file(tmp_path: Path) -> None:
         load_config(bad)
 
 
-@pytest.mark.parametrize("preset", ["tiny", "cpu", "gpu", "cluster", "endgame"])
+@pytest.mark.parametrize("preset", ["tiny", "cpu", "gpu", "cluster", "endgame", "demo"])
 def test_every_preset_loads_over_params_yaml(preset: str) -> None:
     config = load_config(ROOT / "params.yaml", preset=preset)
     assert config.search.backend == "native"

@@ -65,7 +65,15 @@ from actors.selfplay import TASKS_IN_FLIGHT_PER_ACTOR, task_id, task_seed
 from pipeline.async_status import AsyncStatus, AsyncStatusBoard
 from pipeline.atomic import atomic_write
 from pipeline.config import Config, ConfigError, to_dict
-from pipeline.shards import ShardError, list_shards, quarantine_shard, read_shard, shard_exists, shard_name
+from pipeline.shards import (
+    ShardError,
+    list_shards,
+    quarantine_shard,
+    read_shard,
+    remove_stale_temps,
+    shard_exists,
+    shard_name,
+)
 
 log = logging.getLogger(__name__)
 
@@ -326,7 +334,9 @@ class AsyncLoop:
         ones and queue their tasks again (same id, seed, version); a recorded
         task whose shard is missing is queued again too.  At the start
         (``resume``) recorded shards are trusted (each was checked when it
-        landed); at the end every one is read again."""
+        landed); at the end every one is read again.  Temp files older than
+        an hour (a writer killed mid-write) are removed."""
+        remove_stale_temps(self.shards)
         recorded = self._recorded()
         names = {Path(path).name.removesuffix(".parquet") for path in list_shards(self.shards)}
         for name in sorted(names | set(recorded)):

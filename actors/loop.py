@@ -48,7 +48,7 @@ from pipeline.checkpoint import load_net, load_weights, save_net
 from pipeline.config import Config, flatten
 from pipeline.evaluation.measure import PREFIX as MEASURE_PREFIX
 from pipeline.evaluation.measure import measure_text
-from pipeline.shards import ShardError, quarantine_shard, read_shard, shard_exists, shard_name
+from pipeline.shards import ShardError, quarantine_shard, read_shard, remove_stale_temps, shard_exists, shard_name
 from pipeline.status import RunStatus, StatusBoard, TrainingStatus, elo_text
 from pipeline.training.tracking import EXPERIMENT_KIND_TAG, TRAINING_KIND, mark_training_experiment
 
@@ -392,6 +392,7 @@ def check_shards(config: Config, shards: str, generation: int, games: Ledger) ->
     between the shard and its summary) has its ids recorded now.  I/O errors
     propagate: they say nothing about the shard."""
     recorded = {entry["task"]: entry["games"] for entry in games.entries}
+    remove_stale_temps(shards)  # left by writers killed mid-write
     redo: dict[str, str] = {}
     for task in generation_tasks(config, generation):
         if not shard_exists(shards, task):

@@ -579,3 +579,37 @@ def test_page_checksums_catch_what_plain_reads_miss(tmp_path: Path, table: pa.Ta
 def test_module_exports_are_defined() -> None:
     for name in shards.__all__:
         assert hasattr(shards, name), name
+
+
+@pytest.mark.parametrize("remote", [False, True], ids=["local", "filesystem"])
+def test_stale_temp_files_of_crashed_writers_are_removed(tmp_path: Path, remote: bool) -> None:
+    """A writer killed between its temp file and the rename leaves a hidden
+    temp file (a hidden key on object storage); the sweep removes it once it
+    is old, and keeps young ones (a writer may still be running) and shards."""
+    import os
+    import time
+
+    import pyarrow.fs as pafs
+
+    from pipeline.shards import remove_stale_temps
+
+    folder = tmp_path / "shards"
+    folder.mkdir()
+    stale = folder / ".gen0001-task00000.parquet.tmp-0123456789abcdef"
+    young = folder / ".gen0001-task00001.parquet.tmp-fedcba9876543210"
+    shard = folder / "gen0001-task00002.parquet"
+    other = folder / ".hidden-note"
+    for path in (stale, young, shard, other):
+        path.write_bytes(b"x")
+    two_hours_ago = time.time() - 7200
+    for path in (stale, shard, other):
+        os.utime(path, (two_hours_ago, two_hours_ago))
+    if remote:
+        fs = pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem())
+        removed = remove_stale_temps("shards", filesystem=fs)
+        assert removed == ["shards/" + stale.name]
+    else:
+        assert remove_stale_temps(folder) == [str(stale)]
+    assert sorted(p.name for p in folder.iterdir()) == sorted([young.name, shard.name, other.name])
+    assert remove_stale_temps(folder, older_than_s=0) == [str(young)]
+    assert remove_stale_temps(tmp_path / "missing") == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import types
@@ -192,3 +193,31 @@ def test_find_checkpoint_file_wants_one_or_net_pt(tmp_path: Path) -> None:
     (tmp_path / "a" / "net.pt").write_bytes(b"x")
     with pytest.raises(NetworkSelectionError, match="several checkpoint files and not one net.pt"):
         find_checkpoint_file(tmp_path, "here")
+
+
+def test_the_champion_is_read_from_the_run_folder_unless_a_store_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``uci --checkpoint champion`` reads the store ``zerochess run`` wrote
+    (its ``--out``'s mlflow.db), not MLflow's default in the working folder."""
+    from pipeline.commands.uci import champion_store
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    assert champion_store(None, str(tmp_path / "run")) == f"sqlite:///{tmp_path / 'run' / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "sqlite:///elsewhere.db")
+    assert champion_store(None, str(tmp_path / "run")) == "sqlite:///elsewhere.db"
+    assert champion_store("sqlite:///named.db", str(tmp_path / "run")) == "sqlite:///named.db"
+
+
+def test_uci_champion_of_a_run_without_a_store_names_the_store(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline", "uci", "--checkpoint", "champion", "--run", str(tmp_path / "nope")],
+        input="uci\nquit\n", capture_output=True, text=True, env=env, timeout=120, check=False,
+    )
+    assert result.returncode == 2, result.stderr
+    assert str(tmp_path / "nope" / "mlflow.db") in result.stderr
+    assert "Traceback" not in result.stderr

@@ -25,6 +25,21 @@ CHAMPION = "champion"
 """``pipeline.uci.loading.CHAMPION``, repeated here so ``--help`` imports no torch."""
 DEFAULT_MODEL_NAME = "zerochess"
 """``pipeline.uci.loading.DEFAULT_MODEL_NAME`` (see ``CHAMPION``)."""
+DEFAULT_RUN = "runs/pipeline"
+"""``zerochess run``'s default ``--out``: its ``mlflow.db`` holds the champion."""
+
+
+def champion_store(tracking_uri: str | None, run_folder: str) -> str:
+    """The MLflow store ``--checkpoint champion`` reads: ``--tracking-uri``,
+    else ``MLFLOW_TRACKING_URI`` (as ``zerochess run`` itself uses it), else
+    the run folder's ``mlflow.db``, where ``zerochess run`` registers it."""
+    import os
+
+    if tracking_uri:
+        return tracking_uri
+    if os.environ.get("MLFLOW_TRACKING_URI"):
+        return os.environ["MLFLOW_TRACKING_URI"]
+    return f"sqlite:///{Path(run_folder).resolve() / 'mlflow.db'}"
 
 
 def add_network_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,7 +72,16 @@ def add_network_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_MODEL_NAME,
         help=f"registered MLflow model whose '{CHAMPION}' alias is loaded (default {DEFAULT_MODEL_NAME})",
     )
-    parser.add_argument("--tracking-uri", help="MLflow tracking store (default: MLflow's own)")
+    parser.add_argument(
+        "--run",
+        default=DEFAULT_RUN,
+        help=f"with --checkpoint {CHAMPION}: the zerochess run folder whose mlflow.db holds it "
+        f"(default: {DEFAULT_RUN}, zerochess run's --out)",
+    )
+    parser.add_argument(
+        "--tracking-uri",
+        help="MLflow tracking store for the champion (default: MLFLOW_TRACKING_URI, else --run's mlflow.db)",
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -85,7 +109,7 @@ def load_from_args(args: argparse.Namespace, config: Config) -> LoadedPlayer:
         uniform=args.uniform,
         device=args.device,
         model_name=args.model_name,
-        tracking_uri=args.tracking_uri,
+        tracking_uri=champion_store(args.tracking_uri, args.run) if args.checkpoint == CHAMPION else None,
         seed=config.selfplay.seed,
     )
 

@@ -79,6 +79,7 @@ from pipeline.shards.validation import (
 from pipeline.shards.store import (
     list_shards,
     read_shard,
+    remove_stale_temps,
     shard_exists,
     shard_name,
     write_shard,
@@ -113,6 +114,7 @@ __all__ = [
     "list_shards",
     "load_shards",
     "read_shard",
+    "remove_stale_temps",
     "records_to_table",
     "select_training_rows",
     "shard_exists",

@@ -229,6 +229,47 @@ def list_shards(
     return [location.child(name).shown for name in _list_names(location)]
 
 
+STALE_TEMP_S = 3600.0
+"""Age after which a shard temp file is taken as left by a crashed writer."""
+
+
+def _is_temp_name(name: str) -> bool:
+    """Temp files of :func:`write_shard`: ``.<shard>.parquet.tmp-<random>``."""
+    return name.startswith(".") and f"{SHARD_SUFFIX}.tmp-" in name
+
+
+def remove_stale_temps(
+    directory: str | os.PathLike[str],
+    *,
+    filesystem: pafs.FileSystem | None = None,
+    older_than_s: float = STALE_TEMP_S,
+) -> list[str]:
+    """Delete shard temp files in ``directory`` older than ``older_than_s``;
+    returns their paths.
+
+    A writer killed between its temp file and the rename (SIGKILL, a lost
+    node) leaves the temp file behind, locally and as a hidden key on object
+    storage; nothing reads it, so without this it would stay forever.  Younger
+    ones may belong to a writer still running and are kept.  A missing
+    directory has nothing to remove.
+    """
+    location = _resolve(directory, filesystem)
+    selector = pafs.FileSelector(location.path, recursive=False, allow_not_found=True)
+    cutoff = time.time() - older_than_s
+    removed = []
+    for info in location.fs.get_file_info(selector):
+        if info.type != pafs.FileType.File or not _is_temp_name(info.base_name):
+            continue
+        if info.mtime is not None and info.mtime.timestamp() > cutoff:
+            continue
+        child = location.child(info.base_name)
+        with suppress(FileNotFoundError):
+            location.fs.delete_file(child.path)
+            removed.append(child.shown)
+            log.warning("removed a stale shard temp file left by a crashed writer: %s", child.shown)
+    return removed
+
+
 def shard_exists(
     directory: str | os.PathLike[str],
     batch_id: str,

@@ -2,10 +2,11 @@
 weights, or no network at all (uniform priors).
 
 ``--checkpoint champion`` loads the model version that carries the alias
-``champion`` in the MLflow model registry of the configured tracking store
-(``--tracking-uri``, else MLflow's own default: ``MLFLOW_TRACKING_URI`` or
-``sqlite:///mlflow.db`` in the working directory; a SQLite store that does
-not exist is an error rather than a new empty store).  The version's artifacts
+``champion`` in the MLflow model registry of a tracking store (the CLI's
+``--tracking-uri``, else ``MLFLOW_TRACKING_URI``, else the ``mlflow.db`` of
+the run folder ``--run``, ``runs/pipeline`` by default, where ``zerochess
+run`` registers it; ``tracking_uri=None`` here means MLflow's own default).
+A SQLite store that does not exist is an error rather than a new empty store.  The version's artifacts
 must hold a zerochess checkpoint (``*.pt``, written by
 :func:`pipeline.checkpoint.save_net`; ``net.pt`` when there are several).
 MLflow is imported only then, so it is not needed for anything else.

@@ -17,14 +17,20 @@ match actors, ``--gate-cpus``), a self-play node (1 CPU, resource
 
 The nodes are logical: on a machine with fewer cores than roles the roles
 still share the physical cores (and with other processes of the machine):
-read the ratio with the machine's load beside it (printed).
+read the ratio with the machine's load beside it (printed).  ``--pin`` makes
+the self-play node physical on a 2-core machine: every thread of the
+self-play actor runs on core 0 and every other thread of the cluster (the
+driver, Ray's daemons, the trainer, the gating actors) on core 1, as if the
+self-play node were a machine of its own; the other processes of the machine
+are not moved.
 
-    .venv/bin/python bench/loop.py [--preset tiny] [--alone-s 30] [--candidates 2] [--every 40]
+    .venv/bin/python bench/loop.py [--preset tiny] [--alone-s 30] [--candidates 2] [--every 40] [--pin]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -46,7 +52,52 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--ratio", type=float, default=4.0, help="async: run.train_samples_per_position")
     parser.add_argument("--gate-cpus", type=float, default=1.0, help="CPUs of the head (gating)")
     parser.add_argument("--set", action="append", default=[], help="more key=value overrides")
+    parser.add_argument("--pin", action="store_true",
+                        help="self-play actor threads on core 0, the rest of the cluster on core 1")  # fmt: skip
     return parser.parse_args()
+
+
+SELFPLAY_TITLES = ("ray::PoolActor", "ray::SelfPlayActor")
+"""Process titles of the self-play actors (the async pool's and the sync loop's)."""
+
+
+class Pinner:
+    """Every half second: the threads of the self-play actors to ``selfplay``
+    cores, every other thread of this process tree to ``rest`` (new
+    processes and threads are caught on the next pass)."""
+
+    def __init__(self, selfplay: set[int], rest: set[int]) -> None:
+        import threading
+
+        self.selfplay, self.rest = selfplay, rest
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> "Pinner":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+    def _loop(self) -> None:
+        while not self.stop.is_set():
+            self.pass_once()
+            self.stop.wait(0.5)
+
+    def pass_once(self) -> None:
+        import psutil
+
+        me = psutil.Process()
+        for proc in [me, *me.children(recursive=True)]:
+            try:
+                title = " ".join(proc.cmdline())
+                cores = self.selfplay if title.startswith(SELFPLAY_TITLES) else self.rest
+                for thread in proc.threads():
+                    os.sched_setaffinity(thread.id, cores)
+            except (psutil.Error, OSError):
+                continue  # gone meanwhile
 
 
 def config_for(args: argparse.Namespace, mode: str):  # noqa: ANN201
@@ -151,18 +202,20 @@ def main() -> None:
         cluster.add_node(num_cpus=1, resources={"trainer": 1})
         ray.init(address=cluster.address, log_to_driver=False)
         load = os.getloadavg()[0]
-        solo = alone(config_for(args, "async"), args.alone_s)
-        print(f"alone: {solo['positions_per_s']:.0f} positions/s ({solo['tasks']} tasks)", flush=True)
-        both = run_async_bench(config_for(args, "async"), work / "async")
-        print(f"async: {json.dumps({k: round(v, 3) for k, v in both.items()})}", flush=True)
-        sync_config = config_for(args, "sync")
-        sync = run_sync_bench(sync_config, work / "sync")
-        print(f"sync: {json.dumps({k: round(v, 3) for k, v in sync.items()})}", flush=True)
+        with Pinner({0}, {1}) if args.pin else contextlib.nullcontext():
+            solo = alone(config_for(args, "async"), args.alone_s)
+            print(f"alone: {solo['positions_per_s']:.0f} positions/s ({solo['tasks']} tasks)", flush=True)
+            both = run_async_bench(config_for(args, "async"), work / "async")
+            print(f"async: {json.dumps({k: round(v, 3) for k, v in both.items()})}", flush=True)
+            sync_config = config_for(args, "sync")
+            sync = run_sync_bench(sync_config, work / "sync")
+            print(f"sync: {json.dumps({k: round(v, 3) for k, v in sync.items()})}", flush=True)
     finally:
         ray.shutdown()
         cluster.shutdown()
         shutil.rmtree(work, ignore_errors=True)
-    print(f"\nload average at the start: {load:.1f} on {os.cpu_count()} cores")
+    pinned = "; self-play pinned to core 0, the rest of the cluster to core 1" if args.pin else ""
+    print(f"\nload average at the start: {load:.1f} on {os.cpu_count()} cores{pinned}")
     print(f"{'':28}{'async':>10}{'sync':>10}")
     print(f"{'self-play positions/s':28}{both['positions_per_s']:>10.0f}{sync['positions_per_s']:>10.0f}"
           f"   (alone: {solo['positions_per_s']:.0f})")  # fmt: skip

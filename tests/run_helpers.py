@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -165,6 +167,32 @@ def run_watched(command: list[str], env: dict[str, str], injector: Injector, log
                 driver.kill()
                 driver.wait(timeout=60)
     return driver.returncode, logs.with_suffix(".err").read_text(errors="replace")
+
+
+def run_killed_then_resumed(
+    overrides: dict[str, Any], out: Path, env: dict[str, str], injector: Injector, logs: Path, deadline: float,
+    tag: str, ray_tmp: str, *, exit_by_sigkill: bool,
+) -> tuple[str, str]:  # fmt: skip
+    """The chaos pattern: a run that the injector's driver kill must end
+    (``exit_by_sigkill``: its exit status is SIGKILL's), nothing of it left
+    behind, then the same command again, which must finish (exit 0) with
+    nothing left behind either; the two stderr texts.  Whatever is still
+    tagged at the end is killed, and ``ray_tmp`` removed."""
+    try:
+        code, first_err = run_watched(run_command(out, overrides), env, injector, logs / "first", deadline)
+        assert "driver" in injector.events, f"the driver kill never fired (exit {code}): {first_err[-3000:]}"
+        if exit_by_sigkill:
+            assert code == -signal.SIGKILL, first_err[-3000:]
+        # Nothing the killed driver started outlives it for long (Ray's agents alone
+        # would linger a minute or two: init_ray's reaper ends them).
+        assert_none_left(tag, ray_tmp, "after the driver was killed")
+        code, second_err = run_watched(run_command(out, overrides), env, injector, logs / "second", deadline)
+        assert code == 0, second_err[-5000:]
+        assert_none_left(tag, ray_tmp, "after the run finished")
+    finally:
+        kill_all(tagged(tag, ray_tmp))
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    return first_err, second_err
 
 
 # -- checks of a finished async run ---------------------------------------------------

@@ -31,7 +31,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -47,14 +46,10 @@ from run_helpers import (
     TAG_ENV,
     assert_games_once,
     assert_mlflow,
-    assert_none_left,
     entries,
-    kill_all,
     named,
-    run_command,
     run_env,
-    run_watched,
-    tagged,
+    run_killed_then_resumed,
 )
 
 pytestmark = pytest.mark.slow
@@ -215,19 +210,8 @@ def test_chaos_schedule(tmp_path: Path) -> None:
     env = run_env(RAY_TMPDIR=ray_tmp, **{TAG_ENV: tag})
     injector = Injector(out, tag, ray_tmp, schedule)
     deadline = time.monotonic() + RUN_TIMEOUT_S
-    try:
-        code, first_err = run_watched(run_command(out, OVERRIDES), env, injector, tmp_path / "first", deadline)
-        assert "driver" in injector.events, f"the driver kill never fired (exit {code}): {first_err[-3000:]}"
-        assert code == -signal.SIGKILL, first_err[-3000:]
-        # Nothing the killed driver started outlives it for long (Ray's agents alone
-        # would linger a minute or two: init_ray's reaper ends them).
-        assert_none_left(tag, ray_tmp, "after the driver was killed")
-        code, second_err = run_watched(run_command(out, OVERRIDES), env, injector, tmp_path / "second", deadline)
-        assert code == 0, second_err[-5000:]
-        assert_none_left(tag, ray_tmp, "after the run finished")
-    finally:
-        kill_all(tagged(tag, ray_tmp))
-        shutil.rmtree(ray_tmp, ignore_errors=True)
+    first_err, second_err = run_killed_then_resumed(OVERRIDES, out, env, injector, tmp_path, deadline, tag, ray_tmp,
+                                                    exit_by_sigkill=True)  # fmt: skip
 
     events = injector.events
     print(f"events: {events}")
@@ -339,17 +323,8 @@ def test_async_chaos(tmp_path: Path) -> None:
     env = run_env(RAY_TMPDIR=ray_tmp, **{TAG_ENV: tag})
     injector = AsyncInjector(out, tag, ray_tmp)
     deadline = time.monotonic() + ASYNC_TIMEOUT_S
-    try:
-        code, first_err = run_watched(run_command(out, ASYNC), env, injector, tmp_path / "first", deadline)
-        events = injector.events
-        assert "driver" in events, f"the driver kill never fired (exit {code}): {events} {first_err[-3000:]}"
-        assert_none_left(tag, ray_tmp, "after the driver was killed")
-        code, second_err = run_watched(run_command(out, ASYNC), env, injector, tmp_path / "second", deadline)
-        assert code == 0, second_err[-5000:]
-        assert_none_left(tag, ray_tmp, "after the run finished")
-    finally:
-        kill_all(tagged(tag, ray_tmp))
-        shutil.rmtree(ray_tmp, ignore_errors=True)
+    first_err, second_err = run_killed_then_resumed(ASYNC, out, env, injector, tmp_path, deadline, tag, ray_tmp,
+                                                    exit_by_sigkill=False)  # fmt: skip
 
     events = injector.events
     print(f"events: {events}")

@@ -283,6 +283,35 @@ def plot(curve: list[dict[str, Any]], phase: str, path: Path, rechecked: list[di
     plt.close(figure)
 
 
+def plot_compare(folders: list[Path], labels: list[str], path: Path) -> None:
+    """Mate rate (endgames) or score vs the random mover (standard) against
+    wall-clock minutes, one line per run folder: searches compared at equal
+    wall time."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(6.5, 4))
+    for folder, label in zip(folders, labels):
+        data = json.loads((folder / "curve.json").read_text())
+        key, field = ("mate", "rate") if data["phase"] == "endgame" else ("vs_random", "score")
+        points = [e for e in data["generations"] if key in e]
+        minutes = [e["minutes"] for e in points]
+        axis.plot(minutes, [e[key][field] for e in points], marker="o", label=label)
+        axis.fill_between(minutes, [e[key][f"{field}_low"] for e in points],
+                          [e[key][f"{field}_high"] for e in points], alpha=0.2)  # fmt: skip
+    axis.set_ylim(-0.02, 1.02)
+    axis.set_xlabel("minutes (self-play, training and evaluation)")
+    axis.set_ylabel("mate rate vs Stockfish (95% interval)" if key == "mate" else "score vs random (95% interval)")
+    axis.set_title("zerochess learning at equal wall time, 2 CPU cores")
+    axis.legend(fontsize="small")
+    axis.grid(alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs/learning", help="results folder (rerun to continue)")
@@ -305,9 +334,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--standard-pairs", type=int, default=12, help="openings (pairs) per standard evaluation")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="more config overrides")
     parser.add_argument("--plot-dir", help="also copy the plots here (e.g. docs)")
+    parser.add_argument("--compare", nargs="+", metavar="LABEL=FOLDER",
+                        help="no runs: plot these finished phase folders (OUT/<phase>) against minutes into --plot-dir")
     parser.add_argument("--recheck", metavar="GENS",
                         help="no new generations: evaluate these generations again (e.g. 0,10,20) into recheck.json")
     args = parser.parse_args(argv)
+    if args.compare:
+        pairs = [item.split("=", 1) for item in args.compare]
+        target = Path(args.plot_dir or args.out)
+        target.mkdir(parents=True, exist_ok=True)
+        plot_compare([Path(folder) for _, folder in pairs], [label for label, _ in pairs], target / "learning-compare.png")
+        print(target / "learning-compare.png")
+        return 0
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -175,7 +175,7 @@ def test_the_status_line_shows_the_ladders_bound() -> None:
 def test_the_elo_plot_has_whole_generations_and_marks_bounds() -> None:
     import matplotlib.pyplot as plt
 
-    from actors.loop import elo_figure
+    from pipeline.loop_plots import elo_figure
 
     figure = elo_figure(_history())
     axis = figure.axes[0]

@@ -138,7 +138,7 @@ def test_the_status_line_and_the_screen_show_the_measure() -> None:
 def test_the_plot_draws_the_measure_from_generation_zero_with_whole_generations() -> None:
     import matplotlib.pyplot as plt
 
-    from actors.loop import elo_figure
+    from pipeline.loop_plots import elo_figure
 
     history = [_summary(1, 0.25), _summary(2, 0.5)]
     figure = elo_figure(history, baseline=_summary(0, 0.125)["measure"])

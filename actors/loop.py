@@ -46,6 +46,7 @@ from models.net import AlphaZeroNet
 from pipeline.atomic import atomic_write
 from pipeline.checkpoint import load_net, load_weights, save_net
 from pipeline.config import Config, flatten
+from pipeline.evaluation.measure import PREFIX as MEASURE_PREFIX
 from pipeline.evaluation.measure import measure_text
 from pipeline.loop_plots import elo_figure
 from pipeline.shards import ShardError, quarantine_shard, read_shard, remove_stale_temps, shard_exists, shard_name
@@ -252,7 +253,7 @@ def _generations(
         if selfplay is None:
             say(f"generation {generation}: self-play of {config.run.games_per_generation} games")
             report = run_selfplay(config, shards, config.run.games_per_generation, net=load_net(best),
-                                  generation=generation,
+                                  generation=generation, mate_rates=mate_rates(ledger),
                                   on_task=_both(_record_games(games, generation), _selfplay_progress(board)))  # fmt: skip
             selfplay = {"generation": generation, "stage": "selfplay", **report.summary()}
             ledger.append(selfplay)
@@ -353,6 +354,15 @@ def _measure(
     return figures
 
 
+def mate_rates(ledger: Ledger) -> dict[int, float]:
+    """The measured mate rate of each generation's network so far (the
+    ``measure`` stages of ``gating.measure: mate_rate``), for a curriculum
+    stage that ends on one."""
+    key = MEASURE_PREFIX + "mate_rate"
+    return {entry["generation"]: entry["figures"][key] for entry in ledger.entries
+            if entry.get("stage") == "measure" and key in entry.get("figures", {})}  # fmt: skip
+
+
 def _both(*callbacks: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
     def on_task(summary: dict[str, Any]) -> None:
         for callback in callbacks:
@@ -432,8 +442,8 @@ def _ensure_shards(
         say(f"generation {generation}: playing {len(redo)} self-play task(s) again: "
             + "; ".join(f"{task} ({reason[:200]})" for task, reason in redo.items()))  # fmt: skip
         ledger.append({"generation": generation, "stage": "regenerate", "tasks": redo})
-        run_selfplay(config, shards, config.run.games_per_generation, net=load_net(net),
-                     generation=generation, on_task=_record_games(games, generation))  # fmt: skip
+        run_selfplay(config, shards, config.run.games_per_generation, net=load_net(net), generation=generation,
+                     on_task=_record_games(games, generation), mate_rates=mate_rates(ledger))  # fmt: skip
     redo = check_shards(config, shards, generation, games)
     if redo:
         raise RuntimeError(f"generation {generation}: shards still bad after {REGENERATE_ATTEMPTS} "

@@ -226,6 +226,7 @@ class SelfPlayActor:
         out: str,
         generation: int = 0,
         crash_marker: str | None = None,
+        mate_rates: dict[int, float] | None = None,
     ) -> None:
         self.config: Config = from_dict(Config, config, source="actor config")
         selfplay = self.config.selfplay
@@ -236,7 +237,7 @@ class SelfPlayActor:
             net = AlphaZeroNet(self.config.net).to(device)
         else:
             net = net_from_state(weights, device=device)
-        start_fens = start_fens_for(selfplay, generation)  # selfplay.start_positions, or the curriculum's
+        start_fens = start_fens_for(selfplay, generation, mate_rates)  # selfplay.start_positions, or the curriculum's
         self.worker = SelfPlayWorker(NetEvaluator(net), self.config.search, selfplay, start_fens)
         self.policy_map = get_policy_map(net.config.policy_encoding)
         self.out = out
@@ -307,16 +308,19 @@ def run_selfplay(
     generation: int = 0,
     on_task: Callable[[dict[str, Any]], None] | None = None,
     crash_marker: str | None = None,
+    mate_rates: dict[int, float] | None = None,
 ) -> SelfPlayReport:
     """Play ``games`` self-play games on a pool of Ray actors into ``out``.
 
     Ray must be initialised (:func:`init_ray`).  ``on_task`` gets each task's
-    summary as it finishes (for a progress display).
+    summary as it finishes (for a progress display).  ``mate_rates``: the
+    measured mate rates of earlier generations, for a curriculum stage that
+    ends on one (``selfplay.curriculum[].until_mate_rate``).
     """
     selfplay = config.selfplay
     if games < 1:
         raise ValueError(f"games must be >= 1, got {games}")
-    start_fens_for(selfplay, generation)  # fail on the driver, not in every actor
+    start_fens_for(selfplay, generation, mate_rates)  # fail on the driver, not in every actor
     check_adjudication(selfplay)
     todo: list[tuple[str, int, int]] = []
     report = SelfPlayReport()
@@ -337,7 +341,7 @@ def run_selfplay(
     # Ray's C++ core warns that restarted actors need weights_ref: it lives as long as they do.
     with native_stderr_muted(enabled=not log.isEnabledFor(logging.DEBUG)):
         actors = [
-            actor_class.remote(to_dict(config), weights_ref, out, generation, crash_marker)
+            actor_class.remote(to_dict(config), weights_ref, out, generation, crash_marker, mate_rates)
             for _ in range(min(selfplay.workers, len(todo)))
         ]
     started = time.perf_counter()

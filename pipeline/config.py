@@ -22,7 +22,7 @@ import yaml
 from models.net import NetConfig
 from models.search import SearchConfig
 from pipeline.config_errors import ConfigError
-from pipeline.curriculum import CurriculumStage, check_curriculum
+from pipeline.curriculum import CurriculumStage, check_curriculum, check_curriculum_measure
 from pipeline.evaluation.config import GatingConfig
 from pipeline.loop_config import RunConfig, check_async_measure, check_training_devices
 from pipeline.supervised.config import SupervisedConfig
@@ -209,6 +209,7 @@ class Config:
     def __post_init__(self) -> None:
         check_training_devices(self.run, self.train.devices)  # rules across sections
         check_async_measure(self.run, self.gating.measure)
+        check_curriculum_measure(self.selfplay.curriculum, self.gating.measure)
 
 
 # ---------------------------------------------------------------------------

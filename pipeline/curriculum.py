@@ -6,7 +6,7 @@ AlphaZero, which always starts from the initial position)::
 
     selfplay:
       curriculum:
-        - {until_generation: 4, kinds: [KQK, KRK]}
+        - {until_generation: 4, kinds: [KQK, KRK], until_mate_rate: 0.8}
         - {until_generation: 10, kinds: [KQK, KRK, KBBK, KBNK, KPK, KQKR], full_games: 0.25}
         - {until_generation: 0, kinds: [KQK, KRK, KBBK, KBNK, KPK, KQKR], full_games: 0.5}
 
@@ -18,14 +18,17 @@ Stockfish: see :mod:`pipeline.endgames`), from its ``start_positions`` file
 (e.g. made by ``zerochess endgames --max-mate 6``), or both; a share
 ``full_games`` starts from the regular starts instead (``selfplay.start_positions``,
 else the standard position).  After the last stage, every game uses the
-regular starts.  Stages advance by generation only: the loop does not measure
-a mate rate (``bench/learning.py`` does).
+regular starts.  A stage with ``until_mate_rate`` ends earlier, after the
+first of its generations whose network reached that mate rate in the loop's
+learning measure (``gating.measure: mate_rate``, synchronous loop); the
+async loop's pool, which has network versions rather than generations,
+advances by version only.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -37,7 +40,15 @@ from pipeline.endgames import endgame_fens, parse_kind
 if TYPE_CHECKING:
     from pipeline.config import SelfPlayConfig
 
-__all__ = ["CurriculumStage", "GENERATED_STARTS", "check_curriculum", "stage_for", "start_fens_for"]
+__all__ = [
+    "CurriculumStage",
+    "GENERATED_STARTS",
+    "check_curriculum",
+    "check_curriculum_measure",
+    "stage_for",
+    "stage_index",
+    "start_fens_for",
+]
 
 GENERATED_STARTS = 2000
 """Endgame starts a stage with ``kinds`` generates per generation (a fraction of a second)."""
@@ -55,18 +66,24 @@ class CurriculumStage:
         start_positions: an EPD/FEN file of further starts (empty: none).
         full_games: share of the stage's games that start from the regular
             starts (``selfplay.start_positions``, else the standard position).
+        until_mate_rate: when > 0, the stage also ends after the first of its
+            generations whose network's measured mate rate
+            (``gating.measure: mate_rate``) reaches this; 0: by generation only.
     """
 
     until_generation: int = 0
     kinds: tuple[str, ...] = ()
     start_positions: str = ""
     full_games: float = 0.0
+    until_mate_rate: float = 0.0
 
     def __post_init__(self) -> None:
         if self.until_generation < 0:
             raise ConfigError(f"selfplay.curriculum until_generation must be >= 0, got {self.until_generation}")
         if not 0.0 <= self.full_games <= 1.0:
             raise ConfigError(f"selfplay.curriculum full_games must be in [0, 1], got {self.full_games!r}")
+        if not 0.0 <= self.until_mate_rate <= 1.0:
+            raise ConfigError(f"selfplay.curriculum until_mate_rate must be in [0, 1], got {self.until_mate_rate!r}")
         for kind in self.kinds:
             parse_kind(kind)
         if self.full_games < 1.0 and not (self.kinds or self.start_positions):
@@ -88,15 +105,49 @@ def check_curriculum(stages: Sequence[CurriculumStage]) -> None:
         previous = stage.until_generation
 
 
-def stage_for(stages: Sequence[CurriculumStage], generation: int) -> CurriculumStage | None:
-    """The stage in force at ``generation`` (None: past the curriculum, or none)."""
-    for stage in stages:
-        if stage.until_generation == 0 or generation <= stage.until_generation:
-            return stage
+def check_curriculum_measure(stages: Sequence[CurriculumStage], measure: str) -> None:
+    """A stage that ends on a mate rate needs the loop to measure one."""
+    for index, stage in enumerate(stages):
+        if stage.until_mate_rate > 0 and measure != "mate_rate":
+            raise ConfigError(
+                f"selfplay.curriculum[{index}].until_mate_rate ({stage.until_mate_rate}) needs "
+                f"gating.measure: mate_rate, got {measure!r}"
+            )
+
+
+def stage_index(
+    stages: Sequence[CurriculumStage], generation: int, mate_rates: Mapping[int, float] | None = None
+) -> int | None:
+    """Index of the stage in force at ``generation`` (None: past the
+    curriculum, or none).  ``mate_rates`` holds the measured mate rate of
+    earlier generations' networks: a stage with ``until_mate_rate`` ends after
+    the first of its generations that reached it, before its
+    ``until_generation``; the next stage starts right after."""
+    rates = mate_rates or {}
+    start = 0  # the last generation of the previous stage
+    for index, stage in enumerate(stages):
+        end = stage.until_generation  # 0: no end
+        if stage.until_mate_rate > 0:
+            reached = [g for g in sorted(rates) if start < g < generation and (end == 0 or g <= end)
+                       and rates[g] >= stage.until_mate_rate]  # fmt: skip
+            end = reached[0] if reached else end
+        if end == 0 or generation <= end:
+            return index
+        start = end
     return None
 
 
-def start_fens_for(selfplay: SelfPlayConfig, generation: int) -> list[str] | None:
+def stage_for(
+    stages: Sequence[CurriculumStage], generation: int, mate_rates: Mapping[int, float] | None = None
+) -> CurriculumStage | None:
+    """The stage in force at ``generation`` (None: past the curriculum, or none)."""
+    index = stage_index(stages, generation, mate_rates)
+    return None if index is None else stages[index]
+
+
+def start_fens_for(
+    selfplay: SelfPlayConfig, generation: int, mate_rates: Mapping[int, float] | None = None
+) -> list[str] | None:
     """The start positions of ``generation``'s self-play (None: the standard start).
 
     Without a curriculum stage in force: ``selfplay.start_positions`` (as
@@ -107,7 +158,7 @@ def start_fens_for(selfplay: SelfPlayConfig, generation: int) -> list[str] | Non
     from pipeline.selfplay import load_start_positions  # pipeline.selfplay imports pipeline.config
 
     regular = load_start_positions(selfplay.start_positions) if selfplay.start_positions else None
-    stage = stage_for(selfplay.curriculum, generation)
+    stage = stage_for(selfplay.curriculum, generation, mate_rates)
     if stage is None or stage.full_games >= 1.0:
         return regular
     seed = selfplay.seed * 1_000_003 + generation

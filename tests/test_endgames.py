@@ -3,6 +3,7 @@ curriculum (pipeline/curriculum.py) and the ``endgame`` preset."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from dataclasses import replace
@@ -205,3 +206,41 @@ def test_relative_start_files_resolve_in_the_project(tmp_path: Path, monkeypatch
 def test_without_a_curriculum_the_starts_are_the_start_positions_file() -> None:
     config = replace(SelfPlayConfig(), start_positions=str(ROOT / "data" / "endgames_eval.epd"))
     assert start_fens_for(config, 1) == load_start_positions(config.start_positions)
+
+
+def test_a_stage_ends_early_once_a_generation_reaches_its_mate_rate() -> None:
+    """``until_mate_rate``: the stage ends after the first of its generations
+    whose measured mate rate reached it; later generations' measures, and
+    rates of generations not before the one asked about, do not count."""
+    from pipeline.curriculum import stage_index
+
+    stages = (CurriculumStage(until_generation=4, kinds=("KQK",), until_mate_rate=0.8),
+              CurriculumStage(until_generation=10, kinds=("KRK",), until_mate_rate=0.9),
+              CurriculumStage(kinds=("KQK", "KRK"), full_games=0.5))  # fmt: skip
+    rates = {0: 0.1, 1: 0.5, 2: 0.85, 3: 0.8, 4: 0.7, 5: 0.92}
+    assert [stage_index(stages, g, rates) for g in range(1, 8)] == [0, 0, 1, 1, 1, 2, 2]
+    assert [stage_index(stages, g) for g in (1, 4, 5, 10, 11)] == [0, 0, 1, 1, 2]  # by generation only
+    assert stage_index(stages, 2, {2: 0.99}) == 0  # generation 2's own measure comes after its self-play
+    assert stage_index(stages, 12, {}) == 2
+
+
+def test_until_mate_rate_needs_the_mate_rate_measure_and_a_rate() -> None:
+    stage = {"until_generation": 4, "kinds": ["KQK"], "until_mate_rate": 0.8}
+    overrides = [f"selfplay.curriculum=[{json.dumps(stage)}]"]
+    with pytest.raises(ConfigError, match=r"selfplay\.curriculum\[0\]\.until_mate_rate \(0\.8\) needs gating\.measure: mate_rate, got 'none'"):
+        load_config(ROOT / "params.yaml", overrides)
+    config = load_config(ROOT / "params.yaml", [*overrides, "gating.measure=mate_rate"])
+    assert config.selfplay.curriculum[0].until_mate_rate == 0.8
+    with pytest.raises(ConfigError, match=r"until_mate_rate must be in \[0, 1\], got 1\.5"):
+        CurriculumStage(kinds=("KQK",), until_mate_rate=1.5)
+
+
+def test_the_loop_reads_measured_mate_rates_from_its_ledger(tmp_path: Path) -> None:
+    from actors.loop import Ledger, mate_rates
+
+    ledger = Ledger(tmp_path / "ledger.jsonl")
+    ledger.append({"generation": 0, "stage": "measure", "figures": {"measure/mate_rate": 0.25}})
+    ledger.append({"generation": 1, "stage": "train", "net": "x"})
+    ledger.append({"generation": 1, "stage": "measure", "figures": {"measure/mate_rate": 0.5}})
+    ledger.append({"generation": 2, "stage": "measure", "figures": {"measure/score_vs_gen0": 0.6}})
+    assert mate_rates(Ledger(tmp_path / "ledger.jsonl")) == {0: 0.25, 1: 0.5}

@@ -159,7 +159,8 @@ def test_ensure_shards_plays_a_quarantined_task_again(tmp_path: Path, monkeypatc
     save_net(AlphaZeroNet(config.net), tmp_path / "net.pt")
     played: list[list[str]] = []
 
-    def fake_run_selfplay(config, out, games_total, *, net, generation, on_task):
+    def fake_run_selfplay(config, out, games_total, *, net, generation, on_task, mate_rates):
+        assert mate_rates == {}  # no measure in this run
         todo = [task for task in loop.generation_tasks(config, generation)
                 if not (Path(out) / f"{task}.parquet").exists()]  # fmt: skip
         played.append(todo)

@@ -517,6 +517,98 @@ bool Board::is_castling(Move move) const {
   return std::abs(file_of(move.from()) - file_of(move.to())) > 1;
 }
 
+// The position after the move is described by its occupancy alone: the piece
+// that arrives on `to` (and the rook of a castling move) is tested for a
+// direct check, every other piece of the mover for a discovered one.  A
+// non-slider that did not move attacks the same squares as before, and a
+// slider that did not move can only reach the king now through a square the
+// move emptied: before the move the opponent was not in check (see board.h),
+// and the move only adds blockers elsewhere.  The emptied squares follow
+// make(): the from-square, the captured pawn of an en passant capture, the
+// rook's corner when castling.
+bool Board::gives_check(Move move) const {
+  const Color us = turn;
+  const int ksq = king(static_cast<Color>(us ^ 1));
+  if (ksq == NO_SQUARE) return false;
+  const int from = move.from(), to = move.to();
+  const Bitboard from_bb = bit(from), to_bb = bit(to);
+  int piece = NO_PIECE;
+  for (int t = PAWN; t <= KING; ++t) {
+    if (pieces[us][t] & from_bb) {
+      piece = t;
+      break;
+    }
+  }
+  if (piece == NO_PIECE) return false;  // make() would only pass the turn
+
+  Bitboard occ = (occupied() & ~from_bb) | to_bb;
+  Bitboard emptied = from_bb;
+  int arriving = piece;
+  int castled_rook = NO_SQUARE;  // the rook's square after castling
+  if (piece == PAWN) {
+    const int diff = to - from;
+    if (to == ep_square && (diff == 7 || diff == 9 || diff == -7 || diff == -9) && !(occupied_co[us ^ 1] & to_bb)) {
+      const int captured_sq = us == WHITE ? to - 8 : to + 8;
+      if (pieces[us ^ 1][PAWN] & bit(captured_sq)) {
+        occ &= ~bit(captured_sq);
+        emptied |= bit(captured_sq);
+      }
+    }
+    const int promotion = move.promotion();
+    if (promotion >= KNIGHT && promotion <= QUEEN) arriving = promotion;
+  } else if (piece == KING && std::abs(to - from) == 2 && rank_of(to) == rank_of(from)) {
+    const int rook_from = to > from ? from + 3 : from - 4;
+    const int rook_to = to > from ? from + 1 : from - 1;
+    if (rook_from >= 0 && rook_from < 64 && (pieces[us][ROOK] & bit(rook_from)) && !(occupied() & bit(rook_to))) {
+      occ = (occ & ~bit(rook_from)) | bit(rook_to);
+      emptied |= bit(rook_from);
+      castled_rook = rook_to;
+    }
+  }
+
+  // Direct check.  A slider on `s` reaches the king when the two are on one
+  // line of its kind with nothing between them.
+  const auto orthogonal = [ksq](int s) { return rank_of(s) == rank_of(ksq) || file_of(s) == file_of(ksq); };
+  const auto clear = [ksq, occ](int s) { return T.line[s][ksq] && !(T.between[s][ksq] & occ); };
+  switch (arriving) {
+    case PAWN:
+      if (T.pawn[us][to] & bit(ksq)) return true;
+      break;
+    case KNIGHT:
+      if (T.knight[to] & bit(ksq)) return true;
+      break;
+    case BISHOP:
+      if (!orthogonal(to) && clear(to)) return true;
+      break;
+    case ROOK:
+      if (orthogonal(to) && clear(to)) return true;
+      break;
+    case QUEEN:
+      if (clear(to)) return true;
+      break;
+    default:
+      if (T.king[to] & bit(ksq)) return true;
+      break;
+  }
+  if (castled_rook != NO_SQUARE && orthogonal(castled_rook) && clear(castled_rook)) return true;
+
+  // Discovered check: a slider of the line's kind beyond an emptied square,
+  // with nothing left between it and the king.
+  const Bitboard moved = emptied | to_bb;  // the arriving piece and the rook were tested above
+  const Bitboard rooks = (pieces[us][ROOK] | pieces[us][QUEEN]) & ~moved;
+  const Bitboard bishops = (pieces[us][BISHOP] | pieces[us][QUEEN]) & ~moved;
+  for (Bitboard e = emptied; e; e &= e - 1) {
+    const int square = lsb(e);
+    const Bitboard line = T.line[ksq][square];
+    if (!line) continue;
+    for (Bitboard s = line & (orthogonal(square) ? rooks : bishops); s; s &= s - 1) {
+      const Bitboard path = T.between[ksq][lsb(s)];
+      if ((path & bit(square)) && !(path & occ)) return true;
+    }
+  }
+  return false;
+}
+
 // ---------------------------------------------------------------------------
 // Make and unmake.
 

@@ -137,6 +137,15 @@ class Board {
   bool is_zeroing(Move move) const;   // pawn move or capture
   bool is_capture(Move move) const;
   bool is_castling(Move move) const;
+  // Whether `move` (a legal move) leaves the opponent in check, decided
+  // without making it: a direct check by the piece arriving on the target
+  // square (the promoted piece for a promotion, the rook for castling) or a
+  // discovered check by a slider of the mover behind a square the move
+  // empties (the from-square, and for en passant the captured pawn's square).
+  // Equals make(move) then is_check() whenever the opponent is not in check
+  // before the move, which holds in every valid position (status() reports
+  // "opposite check" otherwise) and so in every position a search reaches.
+  bool gives_check(Move move) const;
 
   // Make and unmake a legal move (no check here: callers pass legal moves;
   // push_checked() validates first and throws ChessError naming the move).

@@ -41,6 +41,17 @@ void push_uci(Board& board, const std::string& uci) {
   board.make(move, undo);
 }
 
+bool gives_check_uci(const Board& board, const std::string& uci) {
+  Move move;
+  try {
+    move = Move::from_uci(uci);
+  } catch (const ChessError&) {
+    throw ChessError("invalid UCI move '" + uci + "' in '" + board.fen() + "'");
+  }
+  if (!board.is_legal(move)) throw ChessError("illegal move '" + uci + "' in '" + board.fen() + "'");
+  return board.gives_check(move);
+}
+
 std::uint64_t board_perft(Board& board, int depth) {
   if (depth < 0) throw ChessError("perft depth must be >= 0, got " + std::to_string(depth));
   Board copy = board;
@@ -107,6 +118,8 @@ void bind_board(py::module_& m) {
       .def("legal_moves", &legal_uci, "Legal moves in UCI (castling as e1g1), in no particular order.")
       .def("push_uci", &push_uci, py::arg("uci"), "Plays a legal UCI move; ChessError naming it otherwise.")
       .def("is_check", &Board::is_check)
+      .def("gives_check", &gives_check_uci, py::arg("uci"),
+           "Whether a legal UCI move gives check, decided without playing it; ChessError if not legal.")
       .def("key", &Board::key, "Zobrist key of python-chess's _transposition_key() (kept incrementally).")
       .def("compute_key", &Board::compute_key, "The same key computed from scratch.")
       .def_readonly("halfmove_clock", &Board::halfmove_clock)

@@ -581,27 +581,26 @@ bool SearchTree::find_mates(int node_id) {
   bool found = false;
   for (int i = 0; i < count; ++i) {
     const Move move = edges_[nodes_[node_id].edge_begin + i].move;
+    if (!board.gives_check(move)) continue;  // a mate is a check: only checks are played out
     Undo undo;
     board.make(move, undo);
-    if (board.is_check()) {
-      replies.size = 0;
-      board.legal_moves(replies);
-      if (replies.size == 0) {
-        Node child;
-        child.board = board;
-        child.key = board.key();
-        child.row = board_row(board, 0);
-        child.parent = node_id;
-        child.terminal = true;
-        child.terminal_value = -1.0;
-        child.proof = -1;
-        nodes_.push_back(child);
-        Edge& edge = edges_[nodes_[node_id].edge_begin + i];
-        edge.child = static_cast<std::int32_t>(nodes_.size()) - 1;
-        edge.proof = -1;
-        edge.proof_plies = 0;
-        found = true;
-      }
+    replies.size = 0;
+    board.legal_moves(replies);
+    if (replies.size == 0) {
+      Node child;
+      child.board = board;
+      child.key = board.key();
+      child.row = board_row(board, 0);
+      child.parent = node_id;
+      child.terminal = true;
+      child.terminal_value = -1.0;
+      child.proof = -1;
+      nodes_.push_back(child);
+      Edge& edge = edges_[nodes_[node_id].edge_begin + i];
+      edge.child = static_cast<std::int32_t>(nodes_.size()) - 1;
+      edge.proof = -1;
+      edge.proof_plies = 0;
+      found = true;
     }
     board.unmake(move, undo);
   }

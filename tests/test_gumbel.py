@@ -33,37 +33,10 @@ from models.search import (
     run_searches,
     select_move,
 )
+from tests.search_positions import FREE_QUEEN, MaterialEvaluator
 from tests.test_native_search import KIWIPETE, NEAR_MATE, _positions
 
 GUMBEL = SearchConfig(algorithm="gumbel", num_simulations=64, leaves_per_batch=1, cache_size=0)
-
-# Exactly one move takes the opponent's queen, on a square the opponent does
-# not attack, and there is no other capture (from random games; 20+ moves).
-FREE_QUEEN = [
-    ("r1bqkrn1/p1Q3p1/1pP1pp1n/8/3pK2p/N4P2/P1P1P1PP/2R2BNR b - - 1 20", "d8c7"),
-    ("rnk5/2pr1p2/pp4p1/N6p/2P1P3/PP4P1/2K1P1BP/q3R1NR w - - 1 22", "e1a1"),
-    ("r1b2kr1/n1p2pb1/p7/PpPqpP1p/RP2P3/2KP2PP/3B1p2/1N4N1 w - - 1 31", "e4d5"),
-    ("rnb1kbnr/1p2p1p1/p1pp3p/5p2/1PP2q2/2N4N/PQ1PP1PP/R1BK1B1R w kq - 0 10", "h3f4"),
-    ("rnb1kb2/ppQ4r/4p1pp/R7/2pP1Pn1/7P/1P2P3/N1BK1BNR b q - 2 26", "h7c7"),
-    ("rnbqkb1r/pQ1ppp1p/6pn/2p5/2p5/4P2P/PP1P1PPR/RNB1KBN1 b Qkq - 1 6", "c8b7"),
-    ("4kbnr/1ppbp2p/5p1r/p2p3p/1Q1P3P/8/PP1NKPPR/R1B2B2 b - - 0 20", "a5b4"),
-    ("rnbq1bnr/1pppkppp/pQ2p3/8/8/2P4P/PP1PPPP1/RNB1KBNR b KQ - 1 4", "c7b6"),
-    ("rnbqkbnr/Qp2pp1p/3p2p1/2p5/8/2PP4/PP2PPPP/RNB1KBNR b KQkq - 0 4", "a8a7"),
-    ("r1b1kbn1/Q2pp2r/n7/2p4p/2P1Pp1P/BP1P1P2/1P3P1R/RN2KB2 b Q - 0 19", "a8a7"),
-    ("r1b1qb2/Q1pkn1pr/3p4/n3pp1p/7N/N3P1P1/PPPP1PBP/1RBK3R b - - 6 15", "a8a7"),
-    ("2N1k1nr/3p3p/1qn4b/3r2p1/1Pp3P1/B7/P2PPP1P/RN2KB1R w - - 0 21", "c8b6"),
-]
-PIECE_VALUES = np.array([1, 3, 3, 5, 9, 0, -1, -3, -3, -5, -9, 0], dtype=np.float32)
-
-
-class MaterialEvaluator:
-    """Uniform policy; value tanh(material / 5) from the side to move."""
-
-    def evaluate_batch(self, planes, rows, indices):
-        counts = planes[:, :12].reshape(len(planes), 12, 64).sum(axis=2).astype(np.float32)
-        return np.zeros(len(rows), np.float32), np.tanh(counts @ PIECE_VALUES / 5.0).astype(
-            np.float32
-        )
 
 
 def mctx_sequence(considered: int, budget: int) -> list[int]:

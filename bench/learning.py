@@ -120,6 +120,17 @@ def mate_rate(net: str, openings: list[Opening], settings: MatchSettings, pgn: P
             "median_mate_plies": plies[len(plies) // 2] if plies else None, "kinds": kinds}  # fmt: skip
 
 
+def held_out_fens(kinds: str, count: int, max_mate: int, exclude: list[str]) -> list[str]:
+    """``count`` held-out starts, as many of each kind (so each kind's rate has its own tight interval)."""
+    names = [name for name in kinds.split(",") if name.strip()]
+    share, extra = divmod(count, len(names))
+    fens: list[str] = []
+    for index, name in enumerate(names):
+        fens += endgame_fens(name, share + (index < extra), seed=2 + index, max_mate=max_mate,
+                             exclude=[*exclude, *fens])  # fmt: skip
+    return fens
+
+
 def endgame_kind(fen: str) -> str:
     """``KQK``, ``KRK``, ... from a start FEN's pieces (strong side first)."""
     board = fen.split()[0]
@@ -327,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--endgame-simulations", type=int, default=64, help="search.num_simulations in endgames")
     parser.add_argument("--endgame-temperature-plies", type=int, default=2,
                         help="search.temperature_plies in endgames (sampling by visits; then the most visited)")
-    parser.add_argument("--eval-positions", type=int, default=24, help="held-out endgame starts (pairs) per evaluation")
+    parser.add_argument("--eval-positions", type=int, default=24, help="held-out endgame starts per evaluation, as many of each kind")
     parser.add_argument("--gen0-pairs", type=int, default=50,
                         help="held-out starts (pairs) of the endgame match against generation 0 (0: all)")
     parser.add_argument("--eval-every", type=int, default=1, help="evaluate every this many generations (and the last)")
@@ -355,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.phase in ("endgame", "both"):
         if not (out / "endgames_eval.epd").exists():  # a rerun continues with the same starts
             train = endgame_fens(args.kinds, args.train_positions, seed=1, max_mate=args.max_mate)
-            held_out = endgame_fens(args.kinds, args.eval_positions, seed=2, max_mate=args.max_mate, exclude=train)
+            held_out = held_out_fens(args.kinds, args.eval_positions, args.max_mate, exclude=train)
             label = args.kinds.replace(",", "/")
             write_epd(out / "endgames_train.epd", train, label, header=f"{label}, made by bench/learning.py")
             write_epd(out / "endgames_eval.epd", held_out, f"held-out {label}",

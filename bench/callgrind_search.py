@@ -2,7 +2,8 @@
 
 Runs ``--searches`` PUCT searches of ``--simulations`` each (one NativeTree
 per position, all stepped together by ``run_native_searches`` on the calling
-thread) with the ``search`` section of ``params.yaml`` and ``--solver on|off``.
+thread) with the ``search`` section of ``params.yaml``, ``--solver on|off``
+and ``--threats on|off`` (``search.solver_threats``, off by default).
 The evaluator is ``HashEvaluator`` (logits and values hashed from the input
 planes: no network, no torch), so the same build gives the same instruction
 count run after run (see shared/docs/field-notes.md).  The positions are 8
@@ -14,8 +15,8 @@ positions of seeded random playouts from the start.
     callgrind_annotate /tmp/cg.solver-on.out | head -30    # "PROGRAM TOTALS": the Ir total
 
 The count includes Python's start-up and imports (the same for every run):
-compare ``--solver on`` with ``--solver off``, or two builds of the core, on
-the same arguments.  The last line printed is a digest of every root's visit
+compare ``--solver on`` with ``--solver off``, ``--threats on`` with
+``--threats off``, or two builds of the core, on the same arguments.  The last line printed is a digest of every root's visit
 counts, values and proofs, so two builds can be checked to search identically.
 """
 
@@ -82,6 +83,7 @@ def project_search_config() -> SearchConfig:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--solver", choices=("on", "off"), default="on")
+    parser.add_argument("--threats", choices=("on", "off"), default="off", help="search.solver_threats")
     parser.add_argument("--searches", type=int, default=16)
     parser.add_argument("--simulations", type=int, default=2000)
     args = parser.parse_args(argv)
@@ -90,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         project_search_config(),
         num_simulations=args.simulations,
         solver=args.solver == "on",
+        solver_threats=args.threats == "on",
         backend="native",
         algorithm="puct",
     )
@@ -112,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
             digest.update(np.nan_to_num(result.proof, nan=9.0).tobytes())
             proven += int(np.count_nonzero(~np.isnan(result.proof)))
     print(
-        f"{len(trees)} searches x {args.simulations} simulations, solver {args.solver}: "
+        f"{len(trees)} searches x {args.simulations} simulations, solver {args.solver}, "
+        f"threats {args.threats}: "
         f"{evaluator.positions} leaves in {calls} evaluator calls, {proven} proven root moves"
     )
     print(f"digest {digest.hexdigest()[:16]}")

@@ -1,14 +1,16 @@
 """How often a knowledge-free search proves a forced mate (the MCTS-solver).
 
 Generates KQK/KRK starts whose shortest forced mate is exactly 2 or 3 moves
-(the project's endgame generator, labelled by Stockfish at depth 12), then
+(the project's endgame generator, labelled by Stockfish at depth 24), then
 runs one native search per start with the ``UniformEvaluator`` (uniform
 priors, value 0: the search knows nothing but the rules) and counts the
 roots the solver proves won with a mate of exactly that length.  Each budget
 in ``--simulations`` and each algorithm runs on the same starts, so the rows
-compare side by side.
+compare side by side.  ``--threats`` runs each row twice, with
+``search.solver_threats`` off and on (moves that allow a mate in one proven
+lost at expansion), in a ``threats`` column.
 
-    .venv/bin/python bench/solver.py [--positions 40] [--simulations 800 3200] [--seed 7]
+    .venv/bin/python bench/solver.py [--positions 40] [--simulations 800 3200] [--seed 7] [--threats]
 
 Needs Stockfish (``/usr/games/stockfish`` or on PATH) for the labels only.
 """
@@ -33,7 +35,7 @@ from models.search import SearchConfig  # noqa: E402
 from pipeline.endgames import endgame_fens  # noqa: E402
 
 
-def labelled_starts(count: int, seed: int, depth: int = 12) -> dict[int, list[str]]:
+def labelled_starts(count: int, seed: int, depth: int = 24) -> dict[int, list[str]]:
     """``count`` starts with a shortest mate of exactly 2 and of exactly 3 moves."""
     found: dict[int, list[str]] = {2: [], 3: []}
     with chess.engine.SimpleEngine.popen_uci(_stockfish()) as engine:
@@ -80,23 +82,39 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--simulations", type=int, nargs="+", default=[800, 3200])
     parser.add_argument("--algorithms", nargs="+", default=["puct", "gumbel"], choices=["puct", "gumbel"])
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--threats", action="store_true", help="each row with search.solver_threats off and on"
+    )
     args = parser.parse_args(argv)
     if args.positions < 1 or min(args.simulations) < 1:
         parser.error("--positions and --simulations must be >= 1")
     starts = labelled_starts(args.positions, args.seed)
     print(f"starts: {len(starts[2])} mates in 2, {len(starts[3])} mates in 3 (KQK/KRK, seed {args.seed})")
-    print(f"{'algorithm':>9} {'sims':>6} {'mate in 2':>22} {'mate in 3':>22} {'seconds':>8}")
+    settings = [False, True] if args.threats else [False]
+    print(
+        f"{'algorithm':>9} {'sims':>6} {'threats':>7} {'mate in 2':>22} {'mate in 3':>22} {'seconds':>8}"
+    )
     for algorithm in args.algorithms:
         for sims in args.simulations:
-            config = SearchConfig(num_simulations=sims, algorithm=algorithm, leaves_per_batch=1, cache_size=10_000)
-            begun = time.perf_counter()
-            cells = []
-            for mate in (2, 3):
-                fens = starts[mate]
-                hits = proven(fens, mate, config)
-                low, high = wilson(hits, len(fens))
-                cells.append(f"{hits:3d}/{len(fens)} [{low:.2f}, {high:.2f}]")
-            print(f"{algorithm:>9} {sims:6d} {cells[0]:>22} {cells[1]:>22} {time.perf_counter() - begun:8.1f}")
+            for threats in settings:
+                config = SearchConfig(
+                    num_simulations=sims,
+                    algorithm=algorithm,
+                    leaves_per_batch=1,
+                    cache_size=10_000,
+                    solver_threats=threats,
+                )
+                begun = time.perf_counter()
+                cells = []
+                for mate in (2, 3):
+                    fens = starts[mate]
+                    hits = proven(fens, mate, config)
+                    low, high = wilson(hits, len(fens))
+                    cells.append(f"{hits:3d}/{len(fens)} [{low:.2f}, {high:.2f}]")
+                print(
+                    f"{algorithm:>9} {sims:6d} {'on' if threats else 'off':>7} {cells[0]:>22} {cells[1]:>22}"
+                    f" {time.perf_counter() - begun:8.1f}"
+                )
     return 0
 
 

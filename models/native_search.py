@@ -81,6 +81,7 @@ def search_params(config: SearchConfig) -> _native.SearchParams:
     params.gumbel_c_visit = float(config.gumbel_c_visit)
     params.gumbel_c_scale = float(config.gumbel_c_scale)
     params.solver = bool(config.solver)
+    params.solver_threats = bool(config.solver_threats)
     return params
 
 

@@ -20,7 +20,8 @@ before an evaluation, kept apart by virtual loss.
 (Danihelka et al. 2022, with mctx's defaults: Gumbel-top-k and sequential
 halving at the root, the deterministic improved-policy selection below it);
 ``SearchConfig.solver`` adds the MCTS-solver (proven wins, losses and draws;
-mates in one are seen when a node is expanded).
+mates in one are seen when a node is expanded, and with
+``SearchConfig.solver_threats`` the moves that allow a mate in one too).
 
 Sign conventions (the formula code uses the paper's symbols):
 
@@ -102,6 +103,13 @@ class SearchConfig:
             proven and the best is a draw); proven nodes back up their exact
             value, selection never enters a proven loss when another move
             exists, and a proven win is the best move.
+        solver_threats: with ``solver``, expanding a node also plays out
+            each move that does not mate at once and proves it lost when the
+            opponent then has a mate in one (its child is proven won for the
+            opponent in 1 ply; the mover sees a loss in 2).  A node whose
+            every move allows a mate in one is then proven lost, so a mate in
+            2 is seen one level higher.  Costs a legal-move generation per
+            move and per checking reply at each expansion; off by default.
         backend: ``native`` (the C++ core in ``models/native``, through
             :mod:`models.native_search`: the default, used by self-play,
             players, UCI and ``zerochess analyse``) or ``python`` (this
@@ -129,6 +137,7 @@ class SearchConfig:
     gumbel_c_visit: float = 50.0
     gumbel_c_scale: float = 0.1
     solver: bool = True
+    solver_threats: bool = False
 
     def __post_init__(self) -> None:
         positive = {
@@ -170,6 +179,8 @@ class SearchConfig:
             raise SearchError(f"search.gumbel_considered must be an integer, got {self.gumbel_considered!r}")
         if not isinstance(self.solver, bool):
             raise SearchError(f"search.solver must be true or false, got {self.solver!r}")
+        if not isinstance(self.solver_threats, bool):
+            raise SearchError(f"search.solver_threats must be true or false, got {self.solver_threats!r}")
         for name in ("gumbel_scale", "gumbel_c_visit", "gumbel_c_scale"):
             if not math.isfinite(getattr(self, name)):
                 raise SearchError(f"search.{name} must be finite, got {getattr(self, name)!r}")
@@ -516,8 +527,8 @@ class GameTree:
                 self.cache.put(_cache_key(node), node.moves, priors, float(value))
             node.expand(node.moves, priors)
             node.raw_value = float(value)
-            proven = self._find_mates(node)
-            backed = 1.0 if proven else float(value)
+            proven = self._find_mates(node, item.path)
+            backed = float(node.proof) if proven and node.proof is not None else float(value)
             if node is self.root:
                 self._prepare_root(node)
                 node.visits += 1
@@ -575,8 +586,8 @@ class GameTree:
         if cached is not None:
             node.expand(moves, cached[1])
             node.raw_value = cached[2]
-            proven = self._find_mates(node)
-            backed = 1.0 if proven else cached[2]
+            proven = self._find_mates(node, path)
+            backed = float(node.proof) if proven and node.proof is not None else cached[2]
             if node is self.root:
                 node.visits += 1
                 node.value_sum += backed
@@ -591,29 +602,45 @@ class GameTree:
         history = self._leaf_history(node, path) if self.needs_planes else None
         return PendingLeaf(node, path, Leaf(node.board, moves, history))
 
-    def _find_mates(self, node: Node) -> bool:
+    def _find_mates(self, node: Node, path: list[tuple[Node, int]]) -> bool:
         """Solver, at an expansion: the moves that checkmate get their
-        (terminal) child now and the node is proven won; True when it is."""
+        (terminal) child now; with ``solver_threats``, the moves after which
+        the opponent mates in one get their child now, proven won (for the
+        opponent) in 1 ply.  ``path`` leads to ``node`` (repetitions).  True
+        when the node is proven by them."""
         if not self.config.solver:
             return False
         assert node.moves is not None
+        threats = self.config.solver_threats
         board = node.board
         found = False
         for index, move in enumerate(node.moves):
-            if not board.gives_check(move):
-                continue
+            check = board.gives_check(move)
+            if not check and not threats:
+                continue  # a mate is a check: only checks are played out
             board.push(move)
-            if not any(board.generate_legal_moves()):
+            if check and not any(board.generate_legal_moves()):
                 child = Node(board.copy(stack=False), _position_key(board), 0)
                 child.terminal_value = -1.0
                 child.proof = -1
                 node.children[index] = child
                 found = True
+            elif threats and board.halfmove_clock < 100 and _mates_in_one(board):
+                # The opponent mates in one, unless the move ends the game in a
+                # draw (50-move rule, insufficient material, threefold repetition).
+                if not board.is_insufficient_material():
+                    board.pop()
+                    child = self._make_child(node, move, path)
+                    node.children[index] = child
+                    if child.repetitions < 2:
+                        child.proof, child.proof_plies = 1, 1
+                        found = True
+                    continue
             board.pop()
-        if found:
-            node.proven_child = True
-            node.update_proof()
-        return found
+        if not found:
+            return False
+        node.proven_child = True
+        return node.update_proof()
 
     def _make_child(self, parent: Node, move: chess.Move, path: list[tuple[Node, int]]) -> Node:
         board = parent.board.copy(stack=False)
@@ -928,6 +955,19 @@ def _fastest_win(proof: np.ndarray, plies: np.ndarray, priors: np.ndarray, defau
         if best < 0 or plies[index] < plies[best] or (plies[index] == plies[best] and priors[index] > priors[best]):
             best = index
     return default if best < 0 else best
+
+
+def _mates_in_one(board: chess.Board) -> bool:
+    """Whether the side to move has a checkmating move."""
+    for reply in list(board.generate_legal_moves()):
+        if not board.gives_check(reply):
+            continue
+        board.push(reply)
+        mated = not any(board.generate_legal_moves())
+        board.pop()
+        if mated:
+            return True
+    return False
 
 
 def _position_key(board: chess.Board) -> Hashable:

@@ -77,6 +77,7 @@ def test_schedule_is_mctx_sequential_halving(considered: int) -> None:
         ("gumbel_c_visit", -5.0),
         ("gumbel_c_scale", float("nan")),
         ("solver", "yes"),
+        ("solver_threats", "yes"),
     ],
 )
 def test_bad_gumbel_settings_name_the_key(key: str, value: object) -> None:
@@ -108,6 +109,7 @@ GUMBEL_CONFIGS = [
     pytest.param(
         dict(leaves_per_batch=4, cache_size=0, gumbel_scale=0.0, solver=False), id="lpb4-nosolver"
     ),
+    pytest.param(dict(leaves_per_batch=2, cache_size=0, solver_threats=True), id="lpb2-threats"),
 ]
 
 

@@ -110,6 +110,9 @@ CONFIGS = [
         id="lpb8-lru-vl3",
     ),
     pytest.param(dict(leaves_per_batch=4, cache_size=0, solver=False), id="lpb4-nosolver"),
+    pytest.param(
+        dict(leaves_per_batch=8, cache_size=10_000, solver_threats=True), id="lpb8-cache-threats"
+    ),
 ]
 
 

@@ -573,20 +573,22 @@ bool SearchTree::simulate(LeafBatch& out) {
   return reach_leaf(node, path_.data(), size, out);
 }
 
-bool SearchTree::find_mates(int node_id) {
+bool SearchTree::find_mates(int node_id, const PathStep* path, int path_size) {
   if (!params_.solver) return false;
+  const bool threats = params_.solver_threats;
   Board board = nodes_[node_id].board;
   const int count = nodes_[node_id].num_edges;
-  MoveList replies;
+  MoveList replies, answers;
   bool found = false;
   for (int i = 0; i < count; ++i) {
     const Move move = edges_[nodes_[node_id].edge_begin + i].move;
-    if (!board.gives_check(move)) continue;  // a mate is a check: only checks are played out
+    const bool check = board.gives_check(move);
+    if (!check && !threats) continue;  // a mate is a check: only checks are played out
     Undo undo;
     board.make(move, undo);
     replies.size = 0;
     board.legal_moves(replies);
-    if (replies.size == 0) {
+    if (check && replies.size == 0) {
       Node child;
       child.board = board;
       child.key = board.key();
@@ -601,14 +603,38 @@ bool SearchTree::find_mates(int node_id) {
       edge.proof = -1;
       edge.proof_plies = 0;
       found = true;
+    } else if (threats && replies.size > 0 && board.halfmove_clock < 100) {
+      // Mate threat: does some reply (a check) leave no legal move?  Not when
+      // the move ends the game in a draw (50-move rule, insufficient
+      // material, threefold repetition).
+      bool mated = false;
+      for (int j = 0; j < replies.size && !mated; ++j) {
+        const Move reply = replies[j];
+        if (!board.gives_check(reply)) continue;
+        Undo reply_undo;
+        board.make(reply, reply_undo);
+        answers.size = 0;
+        board.legal_moves(answers);
+        mated = answers.size == 0;
+        board.unmake(reply, reply_undo);
+      }
+      if (mated && !board.is_insufficient_material()) {
+        const int child = make_child(node_id, i, path, path_size);
+        if (nodes_[child].repetitions < 2) {
+          nodes_[child].proof = 1;
+          nodes_[child].proof_plies = 1;
+          Edge& edge = edges_[nodes_[node_id].edge_begin + i];
+          edge.proof = 1;
+          edge.proof_plies = 1;
+          found = true;
+        }
+      }
     }
     board.unmake(move, undo);
   }
-  if (found) {
-    nodes_[node_id].proven_child = true;
-    update_proof(nodes_[node_id]);
-  }
-  return found;
+  if (!found) return false;
+  nodes_[node_id].proven_child = true;
+  return update_proof(nodes_[node_id]);
 }
 
 void SearchTree::set_moves(int node_id, const Move* moves, int count) {
@@ -661,8 +687,9 @@ bool SearchTree::reach_leaf(int node_id, const PathStep* path, int path_size, Le
     for (int i = 0; i < count; ++i) edge[i].prior = cached->priors[i];
     node.expanded = true;
     node.raw_value = cached->value;
-    const bool proven = find_mates(node_id);  // may add nodes: `node` is stale from here
-    const double backed = proven ? 1.0 : cached->value;
+    // find_mates may add nodes: `node` is stale from here.
+    const bool proven = find_mates(node_id, path, path_size);
+    const double backed = proven ? static_cast<double>(nodes_[node_id].proof) : cached->value;
     if (node_id == root_) {
       nodes_[node_id].visits += 1;
       nodes_[node_id].value_sum += backed;
@@ -763,8 +790,9 @@ void SearchTree::deliver(const float* logits, const float* values) {
     for (int j = 0; j < count; ++j) edge[j].prior = priors[j];
     node.expanded = true;
     node.raw_value = value;
-    const bool proven = find_mates(id);  // may add nodes: `node` is stale from here
-    const double backed = proven ? 1.0 : value;
+    // find_mates may add nodes: `node` is stale from here.
+    const bool proven = find_mates(id, pending_paths_.data() + p.path_begin, p.path_size);
+    const double backed = proven ? static_cast<double>(nodes_[id].proof) : value;
     if (id == root_) {
       prepare_root();
       nodes_[id].visits += 1;

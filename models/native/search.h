@@ -48,6 +48,9 @@ struct SearchParams {
   double gumbel_c_scale = 0.1;
   // MCTS-solver: proven wins, losses and draws propagate up the tree.
   bool solver = true;
+  // Solver, at an expansion: a move after which the opponent mates in one is
+  // proven lost (its child proven won in 1 ply); needs `solver`.
+  bool solver_threats = false;
 };
 
 // Node::proof / Edge::proof: -1 lost, 0 drawn, 1 won for the side to move at
@@ -267,8 +270,11 @@ class SearchTree {
   int solver_choice(const Node& node, bool& skip_lost) const;
   bool update_proof(Node& node) const;
   // Solver, at an expansion: the moves that checkmate get their (terminal)
-  // child now, and the node is proven won; true when it is.
-  bool find_mates(int node_id);
+  // child now; with solver_threats, the moves after which the opponent mates
+  // in one get their child now, proven won (for the opponent) in 1 ply.
+  // `path` leads to the node (its repetitions).  True when the node is
+  // proven by them.
+  bool find_mates(int node_id, const PathStep* path, int path_size);
   // Logits (log priors) and sigma(completed Q) of a node into scratch_logits_/scratch_sigma_.
   void gumbel_sigma(const Node& node) const;
   // argmax of max(-1e9, g + logit + sigma) over the moves with `wanted`

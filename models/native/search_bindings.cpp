@@ -192,7 +192,8 @@ void bind_tree(py::module_& m) {
       .def_readwrite("gumbel_scale", &SearchParams::gumbel_scale)
       .def_readwrite("gumbel_c_visit", &SearchParams::gumbel_c_visit)
       .def_readwrite("gumbel_c_scale", &SearchParams::gumbel_c_scale)
-      .def_readwrite("solver", &SearchParams::solver);
+      .def_readwrite("solver", &SearchParams::solver)
+      .def_readwrite("solver_threats", &SearchParams::solver_threats);
 
   py::class_<EvalCache, std::shared_ptr<EvalCache>>(m, "EvalCache", "Thread-safe LRU evaluation cache.")
       .def(py::init<long long>(), py::arg("max_size"))

@@ -17,17 +17,15 @@ import chess
 import numpy as np
 import pytest
 
-from models.evaluation import EvalCache, UniformEvaluator
+from models.evaluation import EvalCache
 from models.native_search import HashEvaluator, NativeCache, NativeTree, run_native_searches, search_params
 from models.search import GameTree, SearchConfig, SearchError, run_searches, select_move
 from pipeline.uci.analysis import root_lines
 from tests.test_gumbel import _assert_same_gumbel, _noise
 from tests.test_native_search import NEAR_MATE, _assert_same
-from tests.test_solver import MATE_IN_2, MATE_IN_3, _after, _mates_within
+from tests.test_solver import ALGORITHMS, BACKENDS, MATE_IN_2, MATE_IN_3, _after, _mates_within, _search
 
 THREATS = SearchConfig(num_simulations=800, leaves_per_batch=1, cache_size=10_000, solver_threats=True)
-BACKENDS = ["native", "python"]
-ALGORITHMS = ["puct", "gumbel"]
 
 # KQK/KRK mates in exactly 3 (pipeline.endgames seed 2024, Stockfish depth 22
 # says mate 3, python-chess brute force finds no mate in 2).  With uniform
@@ -52,19 +50,6 @@ SOME_MOVES_ALLOW_MATE = [
     "7k/p4K2/8/8/8/3b4/4n3/1R6 b - - 0 1",  # Kh7, Ba6 and Bb5 allow Rh1# or Rb8#, 15 moves not
     "6k1/5ppp/8/8/8/8/5PPP/3R2K1 b - - 0 1",  # Kh8 allows Rd8#
 ]
-
-
-def _search(board: chess.Board, config: SearchConfig, backend: str, sims: int | None = None, evaluator=None):
-    evaluator = evaluator or UniformEvaluator()
-    if backend == "native":
-        tree = NativeTree(board.copy(), config)
-        tree.start(sims)
-        run_native_searches([tree], evaluator)
-    else:
-        tree = GameTree(board.copy(), config)
-        tree.start(sims)
-        run_searches([tree], evaluator)
-    return tree
 
 
 def _allows_mate_in_one(board: chess.Board, move: chess.Move) -> bool:
@@ -210,6 +195,19 @@ def _pair(board: chess.Board, config: SearchConfig) -> tuple[GameTree, NativeTre
     return python_tree, native_tree
 
 
+def _search_both(python_tree: GameTree, native_tree: NativeTree, evaluator, seed: int, context: str) -> None:
+    """One search in each backend (the same Gumbel draws, from ``seed``) and
+    the same visits, values and proofs."""
+    gumbel = python_tree.config.algorithm == "gumbel"
+    noise = _noise(python_tree.board, seed) if gumbel else None
+    python_tree.start(gumbel=noise)
+    native_tree.start(gumbel=noise)
+    run_searches([python_tree], evaluator)
+    run_native_searches([native_tree], evaluator)
+    (_assert_same_gumbel if gumbel else _assert_same)(python_tree, native_tree, context)
+    _assert_same_proofs(python_tree, native_tree, context)
+
+
 def _assert_same_proofs(python_tree: GameTree, native_tree: NativeTree, context: str) -> None:
     expected, got = python_tree.result(), native_tree.result()
     proofs = {m.uci(): (p, n) for m, p, n in zip(expected.moves, expected.proof, expected.proof_plies)}
@@ -229,14 +227,7 @@ def test_backends_match_with_threats(algorithm: str, overrides: dict) -> None:
     evaluator = HashEvaluator(seed=3)
     for index, board in enumerate(map(chess.Board, POSITIONS)):
         python_tree, native_tree = _pair(board, config)
-        noise = _noise(board, index) if algorithm == "gumbel" else None
-        python_tree.start(gumbel=noise)
-        native_tree.start(gumbel=noise)
-        run_searches([python_tree], evaluator)
-        run_native_searches([native_tree], evaluator)
-        context = f"{board.fen()} {algorithm} {overrides}"
-        (_assert_same_gumbel if algorithm == "gumbel" else _assert_same)(python_tree, native_tree, context)
-        _assert_same_proofs(python_tree, native_tree, context)
+        _search_both(python_tree, native_tree, evaluator, index, f"{board.fen()} {algorithm} {overrides}")
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
@@ -251,14 +242,7 @@ def test_backends_match_after_advancing_into_a_threat_child(algorithm: str) -> N
     python_tree, native_tree = _pair(board, config)
     lines = [chess.Move.from_uci("d3a6"), None, None]  # a losing move, then the best moves
     for step, forced in enumerate(lines):
-        noise = _noise(python_tree.board, step) if algorithm == "gumbel" else None
-        python_tree.start(gumbel=noise)
-        native_tree.start(gumbel=noise)
-        run_searches([python_tree], evaluator)
-        run_native_searches([native_tree], evaluator)
-        context = f"{python_tree.board.fen()} step {step}"
-        (_assert_same_gumbel if algorithm == "gumbel" else _assert_same)(python_tree, native_tree, context)
-        _assert_same_proofs(python_tree, native_tree, context)
+        _search_both(python_tree, native_tree, evaluator, step, f"{python_tree.board.fen()} step {step}")
         move = forced or python_tree.result().best_move
         if step == 0:
             index = python_tree.result().moves.index(move)

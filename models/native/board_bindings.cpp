@@ -29,7 +29,9 @@ std::vector<std::string> legal_uci(const Board& board) {
   return out;
 }
 
-void push_uci(Board& board, const std::string& uci) {
+// The legal move `uci` names in `board`; ChessError naming the move and the
+// position when it is malformed or illegal.
+Move legal_move(const Board& board, const std::string& uci) {
   Move move;
   try {
     move = Move::from_uci(uci);
@@ -37,20 +39,16 @@ void push_uci(Board& board, const std::string& uci) {
     throw ChessError("invalid UCI move '" + uci + "' in '" + board.fen() + "'");
   }
   if (!board.is_legal(move)) throw ChessError("illegal move '" + uci + "' in '" + board.fen() + "'");
+  return move;
+}
+
+void push_uci(Board& board, const std::string& uci) {
+  const Move move = legal_move(board, uci);
   Undo undo;
   board.make(move, undo);
 }
 
-bool gives_check_uci(const Board& board, const std::string& uci) {
-  Move move;
-  try {
-    move = Move::from_uci(uci);
-  } catch (const ChessError&) {
-    throw ChessError("invalid UCI move '" + uci + "' in '" + board.fen() + "'");
-  }
-  if (!board.is_legal(move)) throw ChessError("illegal move '" + uci + "' in '" + board.fen() + "'");
-  return board.gives_check(move);
-}
+bool gives_check_uci(const Board& board, const std::string& uci) { return board.gives_check(legal_move(board, uci)); }
 
 std::uint64_t board_perft(Board& board, int depth) {
   if (depth < 0) throw ChessError("perft depth must be >= 0, got " + std::to_string(depth));

@@ -60,6 +60,8 @@ def match_settings(config: Config) -> MatchSettings:
         device=config.selfplay.device,
         seed=config.selfplay.seed,
         engine_timeout_s=gating.engine_timeout_s,
+        precision=gating.precision,
+        compile=gating.compile,
     )
     limits = Limits(movetime_s=gating.movetime_s) if gating.movetime_s > 0 else None
     return MatchSettings(context, limits, gating.max_plies, gating.workers, event="zerochess gate",

@@ -137,6 +137,10 @@ class Tracker:
         )
         return run.info.run_id
 
+    def set_tags(self, run_id: str, tags: dict[str, str]) -> None:
+        for key, value in tags.items():
+            self.client.set_tag(run_id, key, value)
+
     def log_metrics(self, run_id: str, metrics: dict[str, float], step: int = 0) -> None:
         import time
 
@@ -257,6 +261,8 @@ def _generations(
                                   on_task=_both(_record_games(games, generation), _selfplay_progress(board)))  # fmt: skip
             selfplay = {"generation": generation, "stage": "selfplay", **report.summary()}
             ledger.append(selfplay)
+            tracker.set_tags(run_id, {"zerochess.selfplay_inference": report.inference()})
+            board.update(inference=f"self-play {report.inference()}")
         tracker.log_metrics(run_id, {f"selfplay/{k}": v for k, v in selfplay.items() if k not in ("stage",)})
         summary["selfplay"] = {k: v for k, v in selfplay.items() if k not in ("generation", "stage")}
 

@@ -238,7 +238,10 @@ class SelfPlayActor:
         else:
             net = net_from_state(weights, device=device)
         start_fens = start_fens_for(selfplay, generation, mate_rates)  # selfplay.start_positions, or the curriculum's
-        self.worker = SelfPlayWorker(NetEvaluator(net), self.config.search, selfplay, start_fens)
+        evaluator = NetEvaluator(net, precision=selfplay.precision, compile=selfplay.compile)
+        log.info("self-play actor network: %s", evaluator.describe())
+        self.inference = {"precision": evaluator.precision.name, "compile": evaluator.compiled.mode}
+        self.worker = SelfPlayWorker(evaluator, self.config.search, selfplay, start_fens)
         self.policy_map = get_policy_map(net.config.policy_encoding)
         self.out = out
         self.generation = generation
@@ -261,6 +264,7 @@ class SelfPlayActor:
             "game_ids": [record.game_id for record in records],
             "seconds": time.perf_counter() - started,
             "plies": sum(record.num_plies for record in records),
+            "inference": self.inference,
             **stats,
         }
 
@@ -275,6 +279,13 @@ class SelfPlayReport:
 
     def total(self, key: str) -> float:
         return sum(task[key] for task in self.tasks)
+
+    def inference(self) -> str:
+        """What the actors' networks computed in, e.g. ``fp32, compile jit``
+        (several entries when actors on different hardware chose differently)."""
+        seen = sorted({f"{task['inference']['precision']}, compile {task['inference']['compile']}"
+                       for task in self.tasks if "inference" in task})  # fmt: skip
+        return "; ".join(seen) or "-"
 
     def summary(self) -> dict[str, float]:
         games = self.total("games")

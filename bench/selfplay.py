@@ -14,13 +14,21 @@ python reference (before) and the native core (after), with moves/s.
 The last rows play through Ray with 1 actor x 2 threads and 2 actors x 1
 thread (native backend).
 
+Each evaluator setting of ``--variants`` (``PRECISION[:COMPILE]``: ``fp32``,
+``auto``, ``bf16``, with ``eager``, ``jit`` or ``inductor``) is measured side by
+side in the same run, the first as the baseline of the ratios; the raw
+forward is the same evaluator's (its folded or compiled network at its
+precision), so the share compares like with like.
+
     .venv/bin/python bench/selfplay.py [--games 64] [--plies 16] [--repeats 3] [--no-ray] [--overlap]
+    .venv/bin/python bench/selfplay.py --backends native --variants fp32 auto fp32:jit --no-ray
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import platform
 import statistics
 import tempfile
 import time
@@ -36,6 +44,7 @@ from pipeline.config import Config, SelfPlayConfig, load_config
 from pipeline.selfplay import SelfPlayWorker, game_positions
 from pipeline.shards import records_to_table, write_shard
 from models.policy import get_policy_map
+from models.precision import cpu_bf16_support
 
 
 def bench_config(
@@ -81,10 +90,10 @@ class TimedEvaluator:
             self.seconds += time.perf_counter() - started
 
 
-def selfplay_rate(config: Config, net: AlphaZeroNet, games: int, out: str) -> tuple[float, float, float, float]:
+def selfplay_rate(config: Config, inner: NetEvaluator, games: int, out: str) -> tuple[float, float, float, float]:
     """(network evaluations/s, positions written/s, mean batch, share of the
     wall time spent inside the network calls) of one task."""
-    evaluator = TimedEvaluator(NetEvaluator(net))
+    evaluator = TimedEvaluator(inner)
     worker = SelfPlayWorker(evaluator, config.search, config.selfplay)
     started = time.perf_counter()
     records = worker.play(games, seed=0, id_prefix="bench")
@@ -96,20 +105,21 @@ def selfplay_rate(config: Config, net: AlphaZeroNet, games: int, out: str) -> tu
             evaluator.seconds / elapsed)  # fmt: skip
 
 
-def inference_rate(net: AlphaZeroNet, batch: int, seconds: float = 3.0) -> float:
-    """Forward passes/s of ``net`` alone at ``batch``, run in a worker thread as
-    self-play runs its network calls (on this 2-core machine, forward passes
-    with 2 torch threads called from the main thread were measured ~20x slower
-    than from a worker thread while other processes kept the cores busy)."""
+def inference_rate(evaluator: NetEvaluator, batch: int, seconds: float = 3.0) -> float:
+    """Positions/s of the evaluator's forward alone (the uint8 planes cast to
+    its input, its folded/compiled network, its precision) at ``batch``, run in
+    a worker thread as self-play runs its network calls (on this 2-core
+    machine, forward passes with 2 torch threads called from the main thread
+    were measured ~20x slower than from a worker thread while other processes
+    kept the cores busy)."""
 
     def run() -> float:
-        planes = torch.from_numpy(np.random.default_rng(0).integers(0, 2, (batch, 119, 8, 8), dtype=np.uint8))
-        planes = planes.contiguous(memory_format=torch.channels_last)
+        planes = np.random.default_rng(0).integers(0, 2, (batch, 119, 8, 8), dtype=np.uint8)
         with torch.inference_mode():
-            net(planes)
+            evaluator._forward(planes)
             count, started = 0, time.perf_counter()
             while time.perf_counter() - started < seconds:
-                net(planes)
+                evaluator._forward(planes)
                 count += batch
         return count / (time.perf_counter() - started)
 
@@ -128,14 +138,20 @@ def ray_rate(config: Config, games: int, workers: int, threads: int) -> float:
     return report.total("positions") / report.seconds
 
 
-def measure_once(config: Config, net: AlphaZeroNet, games: int, batch_guess: int, out: str) -> tuple[float, ...]:
+def measure_once(config: Config, evaluator: NetEvaluator, games: int, batch_guess: int, out: str) -> tuple[float, ...]:
     """(evaluations/s, moves/s, mean batch, raw positions/s, share, network busy) of one run."""
     # Inference measured just before and just after the self-play run, so
     # load from other processes drifts into both sides alike.
-    before = inference_rate(net, batch_guess)
-    evals, positions, batch, busy = selfplay_rate(config, net, games, out)
-    raw = (before + inference_rate(net, int(round(batch)))) / 2
+    before = inference_rate(evaluator, batch_guess)
+    evals, positions, batch, busy = selfplay_rate(config, evaluator, games, out)
+    raw = (before + inference_rate(evaluator, int(round(batch)))) / 2
     return evals, positions, batch, raw, evals / raw, busy
+
+
+def parse_variant(text: str) -> tuple[str, str]:
+    """``PRECISION[:COMPILE]`` (``auto``, ``fp32:jit``, ``bf16:inductor``)."""
+    precision, _, compiled = text.partition(":")
+    return precision, compiled or "eager"
 
 
 def main() -> None:
@@ -145,41 +161,71 @@ def main() -> None:
     parser.add_argument("--simulations", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--backends", nargs="+", default=["python", "native"], choices=["python", "native"])
+    parser.add_argument("--variants", nargs="+", default=["fp32"], metavar="PRECISION[:COMPILE]",
+                        help="evaluator settings measured side by side, e.g. fp32 auto fp32:jit "
+                             "(the first is the baseline of the ratios)")  # fmt: skip
+    parser.add_argument("--nets", nargs="+", default=["6x64", "2x32"], choices=["6x64", "2x32"])
     parser.add_argument("--no-ray", action="store_true")
     parser.add_argument("--overlap", action="store_true", help="two lanes: network and search in parallel")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print(f"{args.games} games x {args.plies} plies, {args.simulations} simulations/move, "
           f"{args.threads} torch threads, overlap {args.overlap} (python backend; native always overlaps), "
-          f"median of {args.repeats}")  # fmt: skip
-    nets = {"6x64 (default)": NetConfig.preset("cpu"), "2x32 (presets/cpu.yaml)": load_config(None, preset="cpu").net}
+          f"median of {args.repeats}; CPU: {cpu_name()}, native bf16: {cpu_bf16_support() or 'none'}")  # fmt: skip
+    nets = {"6x64": ("6x64 (default)", NetConfig.preset("cpu")),
+            "2x32": ("2x32 (presets/cpu.yaml)", load_config(None, preset="cpu").net)}  # fmt: skip
     with tempfile.TemporaryDirectory() as out:
-        for label, net_config in nets.items():
+        for key in args.nets:
+            label, net_config = nets[key]
             torch.manual_seed(0)
-            net = AlphaZeroNet(net_config).eval().to(memory_format=torch.channels_last)
+            net = AlphaZeroNet(net_config).eval()
             print(f"\n{label} net")
-            # The backends take turns within each repeat, so drifting load hits both alike.
-            runs: dict[str, list[tuple[float, ...]]] = {"python": [], "native": []}
+            evaluators = {}
+            for variant in args.variants:
+                precision, compiled = parse_variant(variant)
+                evaluators[variant] = NetEvaluator(net, precision=precision, compile=compiled)
+                print(f"  {variant:<14} {evaluators[variant].describe()}")
+            # Backends and variants take turns within each repeat, so drifting load hits all alike.
+            runs: dict[tuple[str, str], list[tuple[float, ...]]] = {
+                (backend, variant): [] for backend in args.backends for variant in args.variants}
             for _ in range(args.repeats):
-                for backend, done in runs.items():
+                for (backend, variant), done in runs.items():
                     config = bench_config(args.games, args.plies, args.simulations, args.overlap, backend, net_config)
                     guess = round(done[-1][2]) if done else args.games * config.search.leaves_per_batch
-                    done.append(measure_once(config, net, args.games, guess, out))
-            moves_before = None
-            for backend, done in runs.items():
-                evals, positions, batch, raw, share, busy = (statistics.median(column) for column in zip(*done))
-                moves_before = moves_before or positions
-                print(f"  {backend:<7} raw inference at batch {round(batch):<5} {raw:>9,.0f} positions/s")
-                print(f"  {backend:<7} self-play (search+encode+net+shard) {evals:>9,.0f} evaluations/s  "
-                      f"{positions:,.1f} moves/s (x{positions / moves_before:.2f})")  # fmt: skip
-                print(f"  {backend:<7} network-bound share {share:>22.2f}   "
-                      f"(wall time inside the network calls: {busy:.2f})")  # fmt: skip
+                    done.append(measure_once(config, evaluators[variant], args.games, guess, out))
+            report(runs)
     config = bench_config(args.games, args.plies, args.simulations, args.overlap)
     if not args.no_ray:
         one = statistics.median(ray_rate(config, args.games, 1, 2) for _ in range(args.repeats))
         two = statistics.median(ray_rate(config, args.games, 2, 1) for _ in range(args.repeats))
         print(f"{'Ray, 1 actor x 2 threads':<40} {one:>9,.1f} moves/s")
         print(f"{'Ray, 2 actors x 1 thread':<40} {two:>9,.1f} moves/s   x{two / one:.2f}")
+
+
+def report(runs: dict[tuple[str, str], list[tuple[float, ...]]]) -> None:
+    """Medians per (backend, variant), with ratios to the first row."""
+    base_evals = base_moves = None
+    for (backend, variant), done in runs.items():
+        evals, positions, batch, raw, share, busy = (statistics.median(column) for column in zip(*done))
+        base_evals, base_moves = base_evals or evals, base_moves or positions
+        name = f"{backend} {variant}"
+        print(f"  {name:<22} raw forward at batch {round(batch):<5} {raw:>9,.0f} positions/s")
+        print(f"  {name:<22} self-play {evals:>9,.0f} evaluations/s (x{evals / base_evals:.2f})  "
+              f"{positions:,.1f} moves/s (x{positions / base_moves:.2f})")  # fmt: skip
+        print(f"  {name:<22} network-bound share {share:.2f}   (wall time inside the network calls: {busy:.2f})")
+
+
+def cpu_name() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), for the figures' record."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
 
 
 if __name__ == "__main__":

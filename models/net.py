@@ -334,6 +334,7 @@ class AlphaZeroNet(nn.Module):
         self.config = config if config is not None else NetConfig()
         cfg = self.config
         self.register_buffer("input_scale", _input_scale(), persistent=False)
+        self.scale_input = True  # False once the scale is folded into the stem (models.inference_net)
         self.register_buffer("policy_gather", _gather_index(cfg.policy_encoding), persistent=False)
         self.stem = ConvBN(INPUT_PLANES, cfg.filters, 3)
         self.blocks = nn.Sequential(
@@ -356,7 +357,9 @@ class AlphaZeroNet(nn.Module):
                 f"got {tuple(x.shape)}"
             )
         scale = self.input_scale
-        x = x.to(device=scale.device, dtype=scale.dtype) * scale
+        x = x.to(device=scale.device, dtype=scale.dtype)
+        if self.scale_input:
+            x = x * scale
         if self.stem.conv.weight.is_contiguous(memory_format=torch.channels_last):
             x = x.contiguous(memory_format=torch.channels_last)
         return x

@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "stage": ("stage", "steps of the DVC pipeline (dvc.yaml): initial net, self-play, window, report"),
     "uci": ("uci", "run the network as a UCI engine on stdin/stdout (for GUIs and cutechess-cli)"),
     "play": ("play", "play a game against the network in the terminal"),
+    "export": ("export", "export a checkpoint's network to ONNX (batch norm folded, dynamic batch), checked with ONNX Runtime"),
     "endgames": ("endgames", "write endgame start positions (KQK, KRK, KBNK, ...) as EPD, optionally Stockfish-checked"),
 }
 

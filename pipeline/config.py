@@ -21,7 +21,7 @@ import yaml
 
 from models.net import NetConfig
 from models.search import SearchConfig
-from pipeline.config_errors import ConfigError
+from pipeline.config_errors import ConfigError, check_inference
 from pipeline.curriculum import CurriculumStage, check_curriculum, check_curriculum_measure
 from pipeline.evaluation.config import GatingConfig
 from pipeline.loop_config import RunConfig, check_async_measure, check_training_devices
@@ -80,6 +80,20 @@ class SelfPlayConfig:
             before the game is recorded, for diversity.
         seed: seed for noise, temperature sampling and start positions.
         device: ``auto`` (CUDA when present, else CPU), ``cpu`` or ``cuda``.
+        precision: number format of the network's forward: ``auto`` (bf16
+            autocast on CUDA; on a CPU, bf16 only where it computes bf16
+            natively, AMX-BF16 or AVX512-BF16, and a start-up calibration
+            shows it faster; else fp32), ``fp32`` or ``bf16``
+            (:mod:`models.precision`).  Reduced precision differs from CPU
+            to CPU: the tiny preset (DVC, tests) pins ``fp32``.  Also the
+            default of ``zerochess uci``/``play``/``analyse --precision``.
+        compile: the inference graph (:mod:`models.inference_net`):
+            ``auto`` (``jit`` on a CPU, ``eager`` on CUDA), ``eager`` (eager,
+            batch norm folded), ``jit`` (traced and frozen: +5-10% over
+            ``eager`` measured with both CPU nets, built in under a second) or
+            ``inductor`` (``torch.compile``, one graph per batch-size bucket,
+            ~10 s to build each on 2 cores).  A failed compilation falls
+            back to ``eager`` with a warning.
         workers: self-play actors on Ray.
         cpus_per_worker: Ray ``num_cpus`` of each actor.
         gpus_per_worker: Ray ``num_gpus`` of each actor (fractions share a GPU).
@@ -123,6 +137,8 @@ class SelfPlayConfig:
     random_plies: int = 0
     seed: int = 0
     device: str = "auto"
+    precision: str = "auto"
+    compile: str = "auto"
     workers: int = 2
     cpus_per_worker: float = 1.0
     gpus_per_worker: float = 0.0
@@ -153,6 +169,7 @@ class SelfPlayConfig:
         _require("selfplay.draw_adjudication_q", self.draw_adjudication_q, 0.0 < self.draw_adjudication_q <= 1.0,
                  "in (0, 1]")  # fmt: skip
         _require("selfplay.device", self.device, self.device in ("auto", "cpu", "cuda"), "auto, cpu or cuda")
+        check_inference("selfplay", self.precision, self.compile)
         _require("selfplay.stockfish_adjudication_cp", self.stockfish_adjudication_cp,
                  self.stockfish_adjudication_cp >= 0, ">= 0")  # fmt: skip
         both = self.adjudicate_material and self.adjudicate_stockfish

@@ -46,6 +46,7 @@ class RunStatus:
     ladder_elo: dict[str, float] = field(default_factory=dict)
     ladder_scores: dict[str, tuple[float, int]] = field(default_factory=dict)
     learning: str = "-"
+    inference: str = "-"
     best: str = ""
     mlflow: str = ""
     recent: list[str] = field(default_factory=list)
@@ -82,6 +83,7 @@ def render(status: RunStatus) -> Panel:
         f"{status.games_done} / {status.games_target} games, {status.games_per_s:.2f} games/s, "
         f"{status.positions_per_s:.0f} positions/s",
     )
+    table.add_row("network", status.inference)
     table.add_row("replay window", f"{status.window_positions:,} positions")
     losses = ", ".join(f"{key.split('/')[1]} {status.losses[key]:.3f}" for key in LOSS_KEYS if key in status.losses)
     table.add_row("training", f"step {status.step} / {status.max_steps}   {losses or '-'}")

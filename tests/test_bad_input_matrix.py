@@ -202,8 +202,23 @@ def _cases() -> list[Case]:
     ]  # fmt: skip
     cases += _checkpoint_cases("demo", "--checkpoint", *none)
     cases += [Case("zero count", ("demo", *none, "--set", "demo.games=0"), "demo.games must be >= 1")]
+    # export: a checkpoint into an ONNX file
+    ex = ("export", "--onnx")
+    cases += [
+        Case("checkpoint missing file", (*ex, "{missing}", "{out}/net.onnx"), "missing/net.pt"),
+        Case("checkpoint folder", (*ex, "{folder}", "{out}/net.onnx"), "is a folder"),
+        Case("checkpoint corrupt bytes", (*ex, "{corrupt}", "{out}/net.onnx"), "corrupt.pt"),
+        Case("unwritable OUT", (*ex, "{good}", "{file}/net.onnx"), "file"),
+    ]
     # params: the configuration alone
     cases += _config_cases("params", *none)
+    cases += [
+        Case("unknown precision", ("params", *none, "--set", "selfplay.precision=fp8"),
+             "selfplay.precision must be one of auto, fp32, bf16, got 'fp8'"),
+        Case("unknown compile mode", ("params", *none, "--set", "gating.compile=fast"),
+             "gating.compile must be one of auto, eager, jit, inductor, got 'fast'"),
+        Case("unknown train precision", ("params", *none, "--set", "train.precision=bf8"), "train.precision"),
+    ]  # fmt: skip
     cases += [
         Case("params missing file", ("params", "--params", "{missing}"), "missing/net.pt"),
         Case("params folder", ("params", "--params", "{folder}"), "folder"),

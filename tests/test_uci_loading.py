@@ -98,7 +98,7 @@ def test_champion_is_downloaded_and_loaded(
     calls = install_fake_mlflow(monkeypatch, store, {"zc": "3"}, {"zc/3": [checkpoint]})
     loaded = load_player(config, checkpoint="champion", model_name="zc", tracking_uri=store)
     assert isinstance(loaded.evaluator, NetEvaluator)
-    assert loaded.description == "zc v3 (champion) (1x8, cpu)"
+    assert loaded.description.startswith("zc v3 (champion) (1x8, cpu, ")
     assert ("alias", "zc", "champion") in calls
     assert ("download", "file:///artifacts/zc/3", store) in calls
 
@@ -158,7 +158,7 @@ def test_champion_through_a_real_mlflow_registry(
     )
     client.set_registered_model_alias("zc", "champion", version.version)
     loaded = load_player(config, checkpoint="champion", model_name="zc", tracking_uri=uri)
-    assert loaded.description == f"zc v{version.version} (champion) (1x8, cpu)"
+    assert loaded.description.startswith(f"zc v{version.version} (champion) (1x8, cpu, ")
     with pytest.raises(
         NetworkSelectionError, match="alias 'champion' for registered model 'nobody'"
     ):
@@ -174,8 +174,10 @@ def test_champion_without_mlflow_says_how_to_install_it(
 
 
 def test_a_checkpoint_path_a_random_net_and_no_net(config: Config, checkpoint: Path) -> None:
-    assert load_player(config, checkpoint=str(checkpoint)).description == f"{checkpoint} (1x8, cpu)"
-    assert load_player(config, checkpoint=None, seed=1).description == "random weights (1x8, cpu)"
+    assert load_player(config, checkpoint=str(checkpoint)).description.startswith(f"{checkpoint} (1x8, cpu, ")
+    assert load_player(config, checkpoint=None, seed=1).description.startswith("random weights (1x8, cpu, ")
+    fp32 = load_player(config, checkpoint=None, seed=1, precision="fp32").description
+    assert fp32.endswith(", fp32, compile jit)") or fp32.endswith(", fp32, compile eager)")
     assert isinstance(
         load_player(config, checkpoint=None, uniform=True).evaluator, UniformEvaluator
     )

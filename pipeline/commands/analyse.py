@@ -19,6 +19,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint", help="network (default: random weights)")
     parser.add_argument("--uniform", action="store_true", help="uniform priors and zero values, no network")
     parser.add_argument("--top", type=int, default=10, help="moves to list (default 10)")
+    parser.add_argument("--precision", choices=("auto", "fp32", "bf16"),
+                        help="number format of the network (default: selfplay.precision)")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         device = pick_device(config.selfplay.device)
         net = load_net(args.checkpoint, device=device) if args.checkpoint else AlphaZeroNet(config.net).to(device)
-        evaluator = NetEvaluator(net)
+        evaluator = NetEvaluator(net, precision=args.precision or config.selfplay.precision,
+                                 compile=config.selfplay.compile)  # fmt: skip
     result = search_position(board, evaluator, search)
     print(f"{board.fen()}  root Q={result.root_value:+.3f}  best={board.san(result.best_move)}")
     order = np.argsort(-result.visits, kind="stable")[: args.top]

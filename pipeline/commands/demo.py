@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     torch.manual_seed(config.selfplay.seed)
     device = pick_device(config.selfplay.device)
     net = load_net(args.checkpoint, device=device) if args.checkpoint else AlphaZeroNet(config.net).to(device)
-    evaluator = NetEvaluator(net)
+    evaluator = NetEvaluator(net, precision=config.selfplay.precision, compile=config.selfplay.compile)
     demo = config.demo
     search = replace(config.search, num_simulations=demo.simulations)
     selfplay = replace(config.selfplay, max_plies=demo.max_plies, games_per_task=demo.games)
@@ -53,6 +53,6 @@ def run(args: argparse.Namespace) -> int:
         f"{stats.games} games, {stats.positions} moves ({stats.full_searches} full searches), "
         f"{stats.evaluations} network evaluations in {stats.batches} batches "
         f"({stats.evaluations / max(stats.batches, 1):.1f} per batch), "
-        f"{stats.evaluations / elapsed:.0f} evaluations/s on {device}"
+        f"{stats.evaluations / elapsed:.0f} evaluations/s on {device} ({evaluator.describe()})"
     )
     return 0

@@ -68,6 +68,12 @@ def add_network_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--device", help="auto, cpu or cuda[:N] (default: selfplay.device)")
     parser.add_argument(
+        "--precision",
+        choices=("auto", "fp32", "bf16"),
+        help="number format of the network: auto (bf16 where the CPU computes it natively and it "
+        "measures faster, bf16 autocast on CUDA, else fp32), fp32 or bf16 (default: selfplay.precision)",
+    )
+    parser.add_argument(
         "--model-name",
         default=DEFAULT_MODEL_NAME,
         help=f"registered MLflow model whose '{CHAMPION}' alias is loaded (default {DEFAULT_MODEL_NAME})",
@@ -111,6 +117,7 @@ def load_from_args(args: argparse.Namespace, config: Config) -> LoadedPlayer:
         model_name=args.model_name,
         tracking_uri=champion_store(args.tracking_uri, args.run) if args.checkpoint == CHAMPION else None,
         seed=config.selfplay.seed,
+        precision=args.precision,
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.config_errors import ConfigError
+from pipeline.config_errors import ConfigError, check_inference
 
 MEASURES = ("none", "mate_rate", "vs_gen0")
 DEFAULT_BOOK = str(Path(__file__).resolve().parents[2] / "data" / "openings.epd")
@@ -34,6 +34,10 @@ class GatingConfig:
         ladder: Stockfish levels the candidate also plays, as player specs
             without the kind (``skill=0:nodes=100``); empty skips the ladder.
         ladder_games: games against each ladder level.
+        precision: number format of the network players' forward (``auto``,
+            ``fp32`` or ``bf16``; see ``selfplay.precision``).
+        compile: their inference graph (``auto``, ``eager``, ``jit`` or
+            ``inductor``; see ``selfplay.compile``).
         workers: Ray actors playing games in parallel.
         cpus_per_worker: Ray ``num_cpus`` of each match actor.
         gpus_per_worker: Ray ``num_gpus`` of each match actor (fractions
@@ -72,6 +76,8 @@ class GatingConfig:
     stockfish_path: str = ""
     ladder: tuple[str, ...] = ("skill=0:depth=1", "skill=3:depth=3", "skill=8:depth=6")
     ladder_games: int = 20
+    precision: str = "auto"
+    compile: str = "auto"
     workers: int = 2
     cpus_per_worker: float = 1.0
     gpus_per_worker: float = 0.0
@@ -103,6 +109,7 @@ class GatingConfig:
         if self.max_games % 2:
             raise ConfigError(f"gating.max_games must be even (games come in pairs), got {self.max_games}")
         self._check_measure()
+        check_inference("gating", self.precision, self.compile)
 
     def _check_measure(self) -> None:
         if self.measure not in MEASURES:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from dataclasses import replace
@@ -13,6 +14,8 @@ from models.net_evaluator import NetEvaluator
 from models.search import SearchConfig
 from models.search_backend import SearchTree, new_tree, run_trees
 from pipeline.players.base import Limits, PlayerError
+
+log = logging.getLogger(__name__)
 
 
 class RandomPlayer:
@@ -44,10 +47,19 @@ class NetPlayer:
     search runs on ``search.backend`` (the native core by default).
     """
 
-    def __init__(self, net: AlphaZeroNet, search: SearchConfig, simulations: int, label: str = "net") -> None:
+    def __init__(
+        self,
+        net: AlphaZeroNet,
+        search: SearchConfig,
+        simulations: int,
+        label: str = "net",
+        precision: str = "fp32",
+        compile: str = "eager",  # noqa: A002 - the setting's name
+    ) -> None:
         if simulations < 1:
             raise PlayerError(f"net simulations must be >= 1, got {simulations}")
-        self.evaluator = NetEvaluator(net)
+        self.evaluator = NetEvaluator(net, precision=precision, compile=compile)
+        log.info("%s: %s", label, self.evaluator.describe())
         self.search = replace(search, num_simulations=simulations)
         self.simulations = simulations
         self.name = f"{label}:sims={simulations}"

@@ -27,6 +27,8 @@ class PlayerContext:
     device: str = "auto"
     seed: int = 0
     engine_timeout_s: float = 10.0
+    precision: str = "fp32"
+    compile: str = "eager"
 
 
 def parse_fields(spec: str) -> tuple[str, list[str], dict[str, str]]:
@@ -138,7 +140,8 @@ def _net_player(path: str, sims: int, context: PlayerContext) -> Player:
     from pipeline.checkpoint import load_net
 
     net = load_net(path, device=pick_device(context.device))
-    return NetPlayer(net, context.search, sims, label=f"net:{path}")
+    return NetPlayer(net, context.search, sims, label=f"net:{path}", precision=context.precision,
+                     compile=context.compile)
 
 
 def _stockfish_settings(spec: str, settings: dict[str, str], context: PlayerContext) -> StockfishSettings:

@@ -11,7 +11,7 @@ VALUE_TARGETS = ("z", "q", "mix")
 OPTIMIZERS = ("sgd", "adam", "adamw")
 L2_MODES = ("loss", "optimizer")
 DEVICES = ("auto", "cpu", "cuda")
-PRECISIONS = ("32-true", "16-mixed", "bf16-mixed", "64-true")
+PRECISIONS = ("auto", "32-true", "16-mixed", "bf16-mixed", "64-true")
 
 
 @dataclass(frozen=True)
@@ -66,8 +66,11 @@ class TrainConfig:
         device: ``auto`` (CUDA when present, else CPU), ``cpu`` or ``cuda``.
         devices: devices to train on; 0 = all that are present (several GPUs
             train with DDP).
-        precision: Lightning precision (``32-true``; ``bf16-mixed`` or
-            ``16-mixed`` on GPUs only: bf16 is 20-35x slower on AVX2 CPUs).
+        precision: Lightning precision: ``auto`` (``bf16-mixed`` on a GPU
+            that supports bf16, else ``16-mixed``; on a CPU ``bf16-mixed``
+            only where it computes bf16 natively, AMX-BF16 or AVX512-BF16,
+            else ``32-true``: bf16 is 20-35x slower on AVX2 CPUs), or one of
+            Lightning's ``32-true``, ``bf16-mixed``, ``16-mixed``, ``64-true``.
         threads: ``torch.set_num_threads`` for training; 0 = torch's default.
         deterministic: deterministic algorithms (warn where none exists), so
             the same seed gives the same weights, also across a resume.

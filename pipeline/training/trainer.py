@@ -36,6 +36,7 @@ import torch
 from lightning.pytorch.callbacks import RichProgressBar
 
 from models.net import AlphaZeroNet, ArchitectureMismatchError, NetConfig, pick_device
+from models.precision import cpu_bf16_support
 from pipeline.atomic import atomic_write
 from pipeline.checkpoint import load_weights, save_net
 from pipeline.config import Config, flatten
@@ -174,7 +175,7 @@ def train(
     trainer = pl.Trainer(
         accelerator=accelerator,
         devices=devices,
-        precision=settings.precision,  # type: ignore[arg-type]
+        precision=resolve_training_precision(settings.precision, accelerator),  # type: ignore[arg-type]
         max_steps=settings.max_steps,
         max_epochs=-1,
         logger=logger,
@@ -236,6 +237,19 @@ def _initial_net(
     load_weights(net, init)
     log.info("initial weights from %s", init)
     return net
+
+
+def resolve_training_precision(requested: str, accelerator: str) -> str:
+    """Lightning's precision for ``train.precision`` on ``accelerator``
+    (``auto``: see :class:`~pipeline.training.config.TrainConfig`)."""
+    if requested != "auto":
+        return requested
+    if accelerator == "gpu":
+        return "bf16-mixed" if torch.cuda.is_bf16_supported() else "16-mixed"
+    native = cpu_bf16_support()
+    chosen = "bf16-mixed" if native else "32-true"
+    log.info("train.precision auto on cpu: native bf16 %s -> %s", native or "none", chosen)
+    return chosen
 
 
 def _placement(settings: TrainConfig) -> tuple[str, int | str]:
@@ -325,6 +339,7 @@ class _TrackingSetup(pl.Callback):
             "zerochess.out_dir": str(self.paths.out.resolve()),
             "zerochess.init_net": _describe(self.init_net),
             "zerochess.git_dirty": str(dirty).lower(),
+            "zerochess.train_precision": str(trainer.precision),
         }
         if commit:
             tags[GIT_COMMIT_TAG] = commit

@@ -71,6 +71,7 @@ def load_player(
     model_name: str = DEFAULT_MODEL_NAME,
     tracking_uri: str | None = None,
     seed: int | None = None,
+    precision: str | None = None,
 ) -> LoadedPlayer:
     """Build the evaluator asked for on the command line.
 
@@ -83,6 +84,8 @@ def load_player(
         model_name: registered model holding the champion alias.
         tracking_uri: MLflow tracking store for the champion.
         seed: torch seed of the random weights.
+        precision: ``auto``, ``fp32`` or ``bf16`` (default:
+            ``selfplay.precision``); the graph follows ``selfplay.compile``.
 
     Raises:
         NetworkSelectionError: ``uniform`` with a checkpoint, or the champion
@@ -113,9 +116,10 @@ def load_player(
         net = load_net(checkpoint, device=target)
         source = checkpoint
     shape = f"{net.config.blocks}x{net.config.filters}"
+    evaluator = NetEvaluator(net, precision=precision or config.selfplay.precision, compile=config.selfplay.compile)
     return LoadedPlayer(
-        NetEvaluator(net),
-        f"{source} ({shape}, {target})",
+        evaluator,
+        f"{source} ({shape}, {target}, {evaluator.precision.name}, compile {evaluator.compiled.mode})",
         set_threads=torch.set_num_threads,
         threads=torch.get_num_threads(),
     )

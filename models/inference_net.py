@@ -41,7 +41,7 @@ __all__ = ["BUCKETS", "COMPILE_MODES", "CompiledNet", "compile_for_inference", "
 
 log = logging.getLogger(__name__)
 
-COMPILE_MODES = ("auto", "eager", "jit", "inductor")
+COMPILE_MODES = ("auto", "eager", "jit", "inductor", "onnxruntime")
 """``compile`` settings: ``auto`` (:func:`resolve_compile`), eager (folded),
 traced and frozen, or inductor."""
 
@@ -181,6 +181,8 @@ def compile_for_inference(net: AlphaZeroNet, mode: str, example: torch.Tensor) -
                     traced = torch.jit.freeze(torch.jit.trace(net, example, check_trace=False))
                 traced(example)
                 return CompiledNet(traced, "jit", requested)
+            if mode == "onnxruntime":
+                return _onnxruntime(net, example, requested)
             return _inductor(net, example, requested)
     except Exception as error:  # noqa: BLE001 - any compiler failure falls back to eager
         text = str(error).strip()
@@ -209,6 +211,41 @@ def _inductor(net: AlphaZeroNet, example: torch.Tensor, requested: str) -> Compi
 
     forward(example)
     return CompiledNet(forward, "inductor", requested, buckets=BUCKETS)
+
+
+def _onnxruntime(net: AlphaZeroNet, example: torch.Tensor, requested: str) -> CompiledNet:
+    """The folded net exported to ONNX in memory and run by ONNX Runtime's CPU
+    provider (graph optimisations on, ``torch.get_num_threads()`` intra-op
+    threads that sleep instead of spinning between calls, so the search
+    threads keep their cores).  Needs the ``onnxruntime`` and ``onnx``
+    packages (``pip install 'zerochess[export]'``)."""
+    import io  # noqa: PLC0415
+
+    import onnxruntime  # noqa: PLC0415 - optional dependency
+
+    if example.device.type != "cpu":
+        raise ValueError("compile=onnxruntime runs on the CPU only")
+    cpu_net = copy.deepcopy(net).to(memory_format=torch.contiguous_format)
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(cpu_net, (example[:2].contiguous(),), buffer, input_names=["planes"],
+                          output_names=["policy", "value"], opset_version=17, dynamo=False,
+                          dynamic_axes={name: {0: "batch"} for name in ("planes", "policy", "value")})  # fmt: skip
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = torch.get_num_threads()
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.log_severity_level = 3
+    session = onnxruntime.InferenceSession(buffer.getvalue(), options, providers=["CPUExecutionProvider"])
+
+    def forward(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        planes = x.float().contiguous().numpy()
+        logits, values = session.run(None, {"planes": planes})
+        return torch.from_numpy(logits), torch.from_numpy(values)
+
+    forward(example)
+    return CompiledNet(forward, "onnxruntime", requested)
 
 
 def _format_of(x: torch.Tensor) -> torch.memory_format:

@@ -8,7 +8,7 @@ class ConfigError(ValueError):
 PRECISIONS = ("auto", "fp32", "bf16")
 """``models.precision.PRECISIONS``, repeated so config loading imports no torch."""
 
-COMPILE_MODES = ("auto", "eager", "jit", "inductor")
+COMPILE_MODES = ("auto", "eager", "jit", "inductor", "onnxruntime")
 """``models.inference_net.COMPILE_MODES``, repeated for the same reason."""
 
 

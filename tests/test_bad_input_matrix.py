@@ -216,7 +216,7 @@ def _cases() -> list[Case]:
         Case("unknown precision", ("params", *none, "--set", "selfplay.precision=fp8"),
              "selfplay.precision must be one of auto, fp32, bf16, got 'fp8'"),
         Case("unknown compile mode", ("params", *none, "--set", "gating.compile=fast"),
-             "gating.compile must be one of auto, eager, jit, inductor, got 'fast'"),
+             "gating.compile must be one of auto, eager, jit, inductor, onnxruntime, got 'fast'"),
         Case("unknown train precision", ("params", *none, "--set", "train.precision=bf8"), "train.precision"),
     ]  # fmt: skip
     cases += [

@@ -203,7 +203,7 @@ def test_unknown_settings_name_the_key_and_the_allowed_values() -> None:
         check_precision("selfplay.precision", "fp16")
     with pytest.raises(ValueError, match="precision must be one of"):
         NetEvaluator(AlphaZeroNet(NetConfig.preset("tiny")), precision="int4")
-    with pytest.raises(ValueError, match="compile must be one of auto, eager, jit, inductor, got 'fast'"):
+    with pytest.raises(ValueError, match="compile must be one of auto, eager, jit, inductor, onnxruntime, got 'fast'"):
         NetEvaluator(AlphaZeroNet(NetConfig.preset("tiny")), compile="fast")
 
 

@@ -3,8 +3,9 @@
 For each net (the default 6x64 and the 2x32 of ``presets/cpu.yaml``) and
 batch size, it times the forward of the uint8 planes to (logits, values):
 
-* ``unfolded``: the training network itself, channels-last, float32 (the
-  evaluator's path before batch norm folding: the baseline of the ratios);
+* ``unfolded``: the training network itself, channels-last, float32, fed
+  uint8 planes already in channels-last order (the evaluator's path before
+  batch norm folding: the baseline of the ratios);
 * every ``PRECISION:COMPILE`` of ``--variants`` through
   :class:`models.net_evaluator.NetEvaluator` (its folded network, compiled
   as asked, at its precision; ``bf16`` is skipped on a CPU without native
@@ -39,7 +40,10 @@ Forward = Callable[[np.ndarray], object]
 def settings(net: AlphaZeroNet, variants: list[str], batch: int, force_bf16: bool) -> dict[str, tuple[Forward, float]]:
     """name -> (forward over uint8 planes, seconds to build)."""
     unfolded = net.to(memory_format=torch.channels_last)
-    built: dict[str, tuple[Forward, float]] = {"unfolded": (lambda planes: unfolded(torch.from_numpy(planes)), 0.0)}
+    def before(planes: np.ndarray) -> object:  # as the evaluator did: uint8 to channels-last, then the net
+        return unfolded(torch.from_numpy(planes).contiguous(memory_format=torch.channels_last))
+
+    built: dict[str, tuple[Forward, float]] = {"unfolded": (before, 0.0)}
     for variant in variants:
         precision, _, compiled = variant.partition(":")
         if precision == "bf16" and cpu_bf16_support() is None and not force_bf16:

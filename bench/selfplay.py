@@ -149,9 +149,10 @@ def measure_once(config: Config, evaluator: NetEvaluator, games: int, batch_gues
 
 
 def parse_variant(text: str) -> tuple[str, str]:
-    """``PRECISION[:COMPILE]`` (``auto``, ``fp32:jit``, ``bf16:inductor``)."""
+    """``PRECISION[:COMPILE]`` (``auto``, ``fp32:jit``, ``bf16:inductor``); the
+    compile mode defaults to ``auto`` for ``auto`` and to ``eager`` otherwise."""
     precision, _, compiled = text.partition(":")
-    return precision, compiled or "eager"
+    return precision, compiled or ("auto" if precision == "auto" else "eager")
 
 
 def main() -> None:

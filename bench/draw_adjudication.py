@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     config = replace(config, selfplay=replace(config.selfplay, games_per_task=args.games, device="cpu"))
     torch.manual_seed(config.selfplay.seed)
     net = AlphaZeroNet(config.net)
-    evaluator = NetEvaluator(net.eval())
+    evaluator = NetEvaluator(net.eval(), precision="auto", compile="auto")
     settings = [(0, config.selfplay.draw_adjudication_window, config.selfplay.draw_adjudication_q)]
     settings += [parse_setting(text) for text in args.setting or ["40:10:0.05"]]
     for plies, window, q in settings:

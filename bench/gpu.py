@@ -103,7 +103,7 @@ def selfplay_rate(net: AlphaZeroNet, args: argparse.Namespace, autocast: str | N
         resign_threshold=-1.0,
         search_threads=args.search_threads,
     )
-    worker = SelfPlayWorker(NetEvaluator(net, autocast=autocast), search, selfplay)
+    worker = SelfPlayWorker(NetEvaluator(net, precision="auto", autocast=autocast), search, selfplay)
     started = time.perf_counter()
     worker.play(args.games, seed=0, id_prefix="gpu")
     elapsed = time.perf_counter() - started

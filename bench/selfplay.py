@@ -172,7 +172,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print(f"{args.games} games x {args.plies} plies, {args.simulations} simulations/move, "
-          f"{args.threads} torch threads, overlap {args.overlap} (python backend; native always overlaps), "
+          f"{args.threads} torch threads, overlap {args.overlap} (python backend; native: selfplay.overlap_inference or CUDA), "
           f"median of {args.repeats}; CPU: {cpu_name()}, native bf16: {cpu_bf16_support() or 'none'}")  # fmt: skip
     nets = {"6x64": ("6x64 (default)", NetConfig.preset("cpu")),
             "2x32": ("2x32 (presets/cpu.yaml)", load_config(None, preset="cpu").net)}  # fmt: skip

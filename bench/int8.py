@@ -62,6 +62,7 @@ from models.inference_net import fold_batch_norm, fold_for_inference
 from models.net import AlphaZeroNet, NetConfig
 from models.policy import get_policy_map
 from models.precision import cpu_bf16_support, cpu_int8_support
+from pipeline.adjudication import PIECE_POINTS
 from pipeline.config import load_config
 from pipeline.export import export_onnx
 from pipeline.quantize import (
@@ -79,14 +80,6 @@ CALIBRATION_GAMES = range(100)
 AGREEMENT_GAMES = range(200, 260)
 CALIBRATION_POSITIONS = 512
 AGREEMENT_POSITIONS = 1024
-PIECE_VALUES = {
-    chess.PAWN: 1,
-    chess.KNIGHT: 3,
-    chess.BISHOP: 3,
-    chess.ROOK: 5,
-    chess.QUEEN: 9,
-    chess.KING: 0,
-}
 MIN_BATCH_SECONDS = 1.0
 """Each variant runs whole batches for at least this long per round."""
 
@@ -185,8 +178,8 @@ def preferred_move(board: chess.Board) -> chess.Move:
         forward = chess.square_rank(move.to_square) - chess.square_rank(move.from_square)
         forward = forward if board.turn == chess.WHITE else -forward
         return (
-            PIECE_VALUES.get(victim, 0) if victim else -1,
-            -PIECE_VALUES[attacker],
+            PIECE_POINTS.get(victim, 0) if victim else -1,
+            -PIECE_POINTS.get(attacker, 0),
             forward,
             -move.from_square,
             -move.to_square,
@@ -198,7 +191,7 @@ def preferred_move(board: chess.Board) -> chess.Move:
 def material_value(board: chess.Board) -> float:
     """The synthetic value target: ``tanh(material balance / 5)`` for the side to move."""
     balance = sum(
-        PIECE_VALUES[piece.piece_type] * (1 if piece.color == board.turn else -1)
+        PIECE_POINTS.get(piece.piece_type, 0) * (1 if piece.color == board.turn else -1)
         for piece in board.piece_map().values()
     )
     return float(np.tanh(balance / 5.0))

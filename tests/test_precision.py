@@ -18,9 +18,9 @@ from models.net import AlphaZeroNet, NetConfig
 from models.net_evaluator import NetEvaluator
 from models.policy import get_policy_map
 from models.precision import PrecisionError, check_precision, choose_precision, cpu_bf16_support
+from pipeline.adjudication import PIECE_POINTS
 from pipeline.training.trainer import resolve_training_precision
 
-PIECE_VALUES = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9, chess.KING: 0}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -51,10 +51,10 @@ def _targets(board: chess.Board) -> tuple[int, float]:
     """A synthetic teacher: the move capturing the most material (else the
     first legal move in UCI order), and the material balance squashed."""
     moves = sorted(board.legal_moves, key=lambda move: move.uci())
-    gain = [PIECE_VALUES[board.piece_type_at(m.to_square)] if board.is_capture(m) and board.piece_type_at(m.to_square)
+    gain = [PIECE_POINTS.get(board.piece_type_at(m.to_square), 0) if board.is_capture(m) and board.piece_type_at(m.to_square)
             else 0 for m in moves]  # fmt: skip
     best = moves[int(np.argmax(gain))]
-    balance = sum(PIECE_VALUES[p.piece_type] * (1 if p.color == board.turn else -1) for p in board.piece_map().values())
+    balance = sum(PIECE_POINTS.get(p.piece_type, 0) * (1 if p.color == board.turn else -1) for p in board.piece_map().values())
     return int(get_policy_map("az4672").indices(board, [best])[0]), float(np.tanh(balance / 5))
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from models.net import AlphaZeroNet, ConvBN
+from models.net import INPUT_PLANES, AlphaZeroNet, ConvBN
 
 __all__ = ["BUCKETS", "COMPILE_MODES", "CompiledNet", "compile_for_inference", "fold_batch_norm", "fold_for_inference",
            "resolve_compile"]
@@ -213,35 +213,50 @@ def _inductor(net: AlphaZeroNet, example: torch.Tensor, requested: str) -> Compi
     return CompiledNet(forward, "inductor", requested, buckets=BUCKETS)
 
 
+ONNX_INPUT = "planes"
+ONNX_OUTPUTS = ("policy", "value")
+
+
+def onnx_bytes(net: AlphaZeroNet, opset: int = 17) -> bytes:
+    """``net`` (CPU, float32, standard memory format) as a serialized ONNX
+    model: input ``planes`` and outputs ``policy``, ``value``, all with a
+    dynamic ``batch`` axis; torch's TorchScript exporter (``dynamo=False``),
+    which needs only the ``onnx`` package and works offline."""
+    import io  # noqa: PLC0415
+
+    example = torch.zeros(2, INPUT_PLANES, 8, 8)  # not 1: nothing specialised to a single position
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():
+        # The exporter's deprecation notice, and tracer notes on the forward's
+        # shape check (a Python bool, constant for these shapes).
+        warnings.simplefilter("ignore")
+        torch.onnx.export(net, (example,), buffer, input_names=[ONNX_INPUT], output_names=list(ONNX_OUTPUTS),
+                          opset_version=opset, dynamo=False,
+                          dynamic_axes={name: {0: "batch"} for name in (ONNX_INPUT, *ONNX_OUTPUTS)})  # fmt: skip
+    return buffer.getvalue()
+
+
 def _onnxruntime(net: AlphaZeroNet, example: torch.Tensor, requested: str) -> CompiledNet:
     """The folded net exported to ONNX in memory and run by ONNX Runtime's CPU
     provider (graph optimisations on, ``torch.get_num_threads()`` intra-op
     threads that sleep instead of spinning between calls, so the search
     threads keep their cores).  Needs the ``onnxruntime`` and ``onnx``
     packages (``pip install 'zerochess[export]'``)."""
-    import io  # noqa: PLC0415
-
     import onnxruntime  # noqa: PLC0415 - optional dependency
 
     if example.device.type != "cpu":
         raise ValueError("compile=onnxruntime runs on the CPU only")
-    cpu_net = copy.deepcopy(net).to(memory_format=torch.contiguous_format)
-    buffer = io.BytesIO()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(cpu_net, (example[:2].contiguous(),), buffer, input_names=["planes"],
-                          output_names=["policy", "value"], opset_version=17, dynamo=False,
-                          dynamic_axes={name: {0: "batch"} for name in ("planes", "policy", "value")})  # fmt: skip
+    model = onnx_bytes(copy.deepcopy(net).to(memory_format=torch.contiguous_format))
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = torch.get_num_threads()
     options.inter_op_num_threads = 1
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.log_severity_level = 3
-    session = onnxruntime.InferenceSession(buffer.getvalue(), options, providers=["CPUExecutionProvider"])
+    session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 
     def forward(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         planes = x.float().contiguous().numpy()
-        logits, values = session.run(None, {"planes": planes})
+        logits, values = session.run(None, {ONNX_INPUT: planes})
         return torch.from_numpy(logits), torch.from_numpy(values)
 
     forward(example)

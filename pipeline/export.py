@@ -32,7 +32,7 @@ default) also works offline but needs ``onnxscript``; tried with torch 2.13
 and onnxscript 0.7.2, it took ~11 s for the tiny net, printed progress and,
 asked for opset 17, failed to convert its opset-18 graph down (printing a
 traceback) and wrote opset 18.  Should a later torch drop the TorchScript
-exporter, switch ``_traced_onnx_bytes`` to ``dynamo=True`` with
+exporter, switch :func:`models.inference_net.onnx_bytes` to ``dynamo=True`` with
 ``dynamic_shapes={"planes": {0: torch.export.Dim("batch")}}`` and
 ``.model_proto``, and add ``onnxscript`` to the ``export`` extra.
 """
@@ -40,10 +40,8 @@ exporter, switch ``_traced_onnx_bytes`` to ``dynamo=True`` with
 from __future__ import annotations
 
 import copy
-import io
 import json
 import os
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +49,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from models.inference_net import fold_batch_norm
+from models.inference_net import ONNX_INPUT, ONNX_OUTPUTS, fold_batch_norm, onnx_bytes
 from models.net import INPUT_PLANES, AlphaZeroNet
 from pipeline.atomic import atomic_write
 
@@ -76,24 +74,17 @@ __all__ = [
 ONNX_FORMAT = "zerochess-onnx/1"
 """Value of the ``format`` metadata property of exported files."""
 
-INPUT_NAME = "planes"
+INPUT_NAME = ONNX_INPUT
 """Name of the graph's one input."""
 
-OUTPUT_NAMES = ("policy", "value")
+OUTPUT_NAMES = ONNX_OUTPUTS
 """Names of the graph's outputs, in order."""
-
-BATCH_AXIS = "batch"
-"""Name of the dynamic first axis of the input and both outputs."""
 
 DEFAULT_OPSET = 17
 """ONNX opset exported by default (ONNX Runtime has run it since 1.11)."""
 
 EXPORTER = "torchscript"
 """The torch exporter used (``torch.onnx.export(dynamo=False)``)."""
-
-EXAMPLE_BATCH = 2
-"""Batch size of the example input traced for the export (not 1, so nothing
-is specialised to a single position)."""
 
 INPUT_DESCRIPTION = (
     f"{INPUT_NAME}: float32 [batch, {INPUT_PLANES}, 8, 8], the raw uint8 plane values "
@@ -146,28 +137,6 @@ def _onnx_module() -> Any:
     return onnx
 
 
-def _traced_onnx_bytes(net: AlphaZeroNet, opset: int) -> bytes:
-    """Serialized ONNX model of ``net`` (CPU, float32) with a dynamic batch axis."""
-    example = torch.zeros(EXAMPLE_BATCH, INPUT_PLANES, 8, 8)
-    buffer = io.BytesIO()
-    dynamic = {name: {0: BATCH_AXIS} for name in (INPUT_NAME, *OUTPUT_NAMES)}
-    with warnings.catch_warnings():
-        # The legacy exporter's deprecation notice, and tracer notes on the
-        # forward's shape check (a Python bool, constant for these shapes).
-        warnings.simplefilter("ignore")
-        torch.onnx.export(
-            net,
-            (example,),
-            buffer,
-            input_names=[INPUT_NAME],
-            output_names=list(OUTPUT_NAMES),
-            opset_version=opset,
-            dynamic_axes=dynamic,
-            dynamo=False,
-        )
-    return buffer.getvalue()
-
-
 def supported_opsets() -> range:
     """The opsets torch's exporter writes (7 to 23 in torch 2.13), read from
     torch so that an unknown one is refused before the exporter starts (it
@@ -197,7 +166,7 @@ def onnx_model_bytes(net: AlphaZeroNet, opset: int = DEFAULT_OPSET) -> bytes:
     onnx = _onnx_module()
     folded = fold_batch_norm(net).to(device="cpu", dtype=torch.float32)
     try:
-        model = onnx.load_from_string(_traced_onnx_bytes(folded, opset))
+        model = onnx.load_from_string(onnx_bytes(folded, opset))
         onnx.helper.set_model_props(model, onnx_metadata(net))
         onnx.checker.check_model(model)
     except (RuntimeError, ValueError, onnx.checker.ValidationError) as error:

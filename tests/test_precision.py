@@ -110,7 +110,7 @@ def test_the_trained_net_is_peaked(trained) -> None:
     assert np.median(top) > 0.3  # far from uniform over ~30 moves
 
 
-@pytest.mark.parametrize("setting", ["bf16:eager", "bf16:jit", "fp32:jit"])
+@pytest.mark.parametrize("setting", ["bf16:eager", "bf16:jit", "fp32:jit", "fp32:onnxruntime"])
 def test_reduced_and_compiled_paths_agree_with_fp32(trained, setting: str) -> None:
     net, boards = trained
     precision, compiled = setting.split(":")

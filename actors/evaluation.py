@@ -12,44 +12,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import ray
 
 from pipeline.atomic import atomic_write
 from pipeline.evaluation.match import GameOutcome, Opening, play_game
+from pipeline.evaluation.settings import MatchSettings
 from pipeline.evaluation.tournament import PairTask, TournamentReport, schedule
-from pipeline.players.base import Limits, Player
-from pipeline.players.spec import PlayerContext, build_player
+from pipeline.players.base import Player
+from pipeline.players.spec import build_player
 from pipeline.stats import Sprt, SprtConfig
 
 log = logging.getLogger(__name__)
 
 PAIRS_IN_FLIGHT_PER_ACTOR = 2
-
-
-@dataclass(frozen=True)
-class MatchSettings:
-    """How games are played.
-
-    Attributes:
-        context: what building players needs (search config, Stockfish path...).
-        limits: per-move limits for every player (None: each player's own).
-        max_plies: a game this long is a draw.
-        workers: Ray actors.
-        event: PGN ``Event`` header.
-        num_cpus: Ray ``num_cpus`` of each actor.
-        num_gpus: Ray ``num_gpus`` of each actor.
-    """
-
-    context: PlayerContext = PlayerContext()
-    limits: Limits | None = None
-    max_plies: int = 400
-    workers: int = 2
-    event: str = "zerochess match"
-    num_cpus: float = 1.0
-    num_gpus: float = 0.0
 
 
 class MatchActor:

@@ -52,8 +52,8 @@ def convert_files_on_ray(
 ) -> ConversionReport:
     """Converts ``files`` with at most ``settings.workers`` Ray tasks at a time.
 
-    Ray must be initialised (``actors.selfplay.init_ray``); ``OUT`` must be
-    prepared (:func:`pipeline.supervised.convert.prepare_output`).
+    Ray must be initialised (``actors.runtime.init_ray``); ``OUT`` must be
+    prepared (:func:`pipeline.supervised.splits.prepare_output`).
     ``on_progress`` gets every progress event of every file.
     """
     task = ray.remote(num_returns="streaming", num_cpus=settings.cpus_per_worker,

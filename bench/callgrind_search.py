@@ -36,13 +36,9 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the checkout this script lives in, whatever is installed
 
-from models.native_search import (  # noqa: E402
-    HashEvaluator,
-    NativeCache,
-    NativeTree,
-    run_native_searches,
-)
-from models.search import SearchConfig  # noqa: E402
+from models.hash_evaluator import HashEvaluator  # noqa: E402
+from models.native_tree import NativeCache, NativeTree, run_native_searches  # noqa: E402
+from models.search_config import SearchConfig  # noqa: E402
 
 FIXED_FENS = [
     chess.STARTING_FEN,

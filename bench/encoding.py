@@ -16,8 +16,6 @@ from __future__ import annotations
 import random
 import statistics
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import chess
@@ -25,6 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.common import median_rate  # noqa: E402
 from models.encoding import PlaneHistory, encode_batch, encode_board  # noqa: E402
 
 REPEATS = 5
@@ -95,16 +94,6 @@ def naive_meta(planes: np.ndarray, board: chess.Board, us: chess.Color) -> None:
     planes[118] = min(board.halfmove_clock, 255)
 
 
-def rate(run: Callable[[], int]) -> float:
-    """Median encodings per second of ``run`` (which returns how many it encoded)."""
-    rates = []
-    for _ in range(REPEATS):
-        start = time.perf_counter()
-        count = run()
-        rates.append(count / (time.perf_counter() - start))
-    return statistics.median(rates)
-
-
 def main() -> None:
     """Runs the four measurements and prints them side by side."""
     boards = seeded_positions()
@@ -139,10 +128,10 @@ def main() -> None:
         return 32 * BATCH
 
     results = {
-        "(a) naive piece_at + pop/push": rate(naive),
-        "(b) encode_board from scratch": rate(scratch),
-        "(c) PlaneHistory.encode (cached)": rate(cached),
-        f"(d) encode_batch of {BATCH}": rate(batched),
+        "(a) naive piece_at + pop/push": median_rate(naive, REPEATS),
+        "(b) encode_board from scratch": median_rate(scratch, REPEATS),
+        "(c) PlaneHistory.encode (cached)": median_rate(cached, REPEATS),
+        f"(d) encode_batch of {BATCH}": median_rate(batched, REPEATS),
     }
     plies = [len(b.move_stack) for b in boards]
     print(

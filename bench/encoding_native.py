@@ -18,9 +18,7 @@ positions per second for:
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -31,29 +29,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from native_random_games import random_games
+from native_random_games import random_games, reference_line_planes
 
+from bench.common import median_rate
 from models import _native
-from models.encoding import PlaneHistory, encode_batch, encode_snapshots, meta_values
+from models.encoding import PlaneHistory, encode_batch
 from models.policy import AZ4672
 
 REPEATS = 3
 GAMES = 40
 BATCH = 256
 START = chess.STARTING_FEN
-
-
-def python_line(moves: list[str]) -> np.ndarray:
-    """(a): planes of every position of a line with models.encoding."""
-    board = chess.Board()
-    history = PlaneHistory.from_board(board)
-    snapshots, metas = [history.snapshot()], [meta_values(board)]
-    for move in moves:
-        board.push_uci(move)
-        history.push(board)
-        snapshots.append(history.snapshot())
-        metas.append(meta_values(board))
-    return encode_snapshots(np.stack(snapshots), np.array(metas, dtype=np.uint8))
 
 
 def python_policies(moves: list[str]) -> None:
@@ -77,22 +63,12 @@ def batch_pairs(games: list[list[str]]) -> list[tuple[PlaneHistory, chess.Board]
     return pairs
 
 
-def rate(run: Callable[[], int]) -> float:
-    """Median positions per second of ``run`` (which returns how many it handled)."""
-    rates = []
-    for _ in range(REPEATS):
-        start = time.perf_counter()
-        count = run()
-        rates.append(count / (time.perf_counter() - start))
-    return statistics.median(rates)
-
-
 def main() -> None:
     """Checks that native and Python agree, then times the five paths."""
     games = list(random_games(GAMES, seed=0))
     positions = sum(len(moves) + 1 for moves in games)
     for moves in games[:5]:
-        assert np.array_equal(_native.encode_line_all(START, moves), python_line(moves))
+        assert np.array_equal(_native.encode_line_all(START, moves), reference_line_planes(moves))
     pairs = batch_pairs(games)
 
     def lines(encode: Callable[[list[str]], object]) -> Callable[[], int]:
@@ -109,12 +85,14 @@ def main() -> None:
         return 8 * BATCH
 
     results = {
-        "(a) models.encoding line, batched": rate(lines(python_line)),
-        f"(b) models.encoding encode_batch {BATCH}": rate(batched),
-        "(c) native encode_line_all": rate(lines(lambda m: _native.encode_line_all(START, m))),
-        "(d) python-chess + models.policy": rate(lines(python_policies)),
-        "(e) native line_policy_indices": rate(
-            lines(lambda m: _native.line_policy_indices(START, m, "az4672"))
+        "(a) models.encoding line, batched": median_rate(lines(reference_line_planes), REPEATS),
+        f"(b) models.encoding encode_batch {BATCH}": median_rate(batched, REPEATS),
+        "(c) native encode_line_all": median_rate(
+            lines(lambda m: _native.encode_line_all(START, m)), REPEATS
+        ),
+        "(d) python-chess + models.policy": median_rate(lines(python_policies), REPEATS),
+        "(e) native line_policy_indices": median_rate(
+            lines(lambda m: _native.line_policy_indices(START, m, "az4672")), REPEATS
         ),
     }
     print(f"{GAMES} games, {positions} positions, median of {REPEATS} repeats")

@@ -33,7 +33,7 @@ import torch
 
 from models.net import AlphaZeroNet, NetConfig
 from models.net_evaluator import NetEvaluator
-from models.search import SearchConfig
+from models.search_config import SearchConfig
 from pipeline.config import SelfPlayConfig, load_config
 
 BATCHES = (256, 512, 1024, 2048, 4096, 8192)

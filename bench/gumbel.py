@@ -54,8 +54,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from search_positions import FREE_QUEEN, MATE_IN_ONE, MATERIAL, MaterialEvaluator  # noqa: E402
 
-from models.native_search import MatchDriver, NativeTree, run_native_searches  # noqa: E402
-from models.search import SearchConfig  # noqa: E402
+from models.native_drivers import MatchDriver  # noqa: E402
+from models.native_tree import NativeTree, run_native_searches  # noqa: E402
+from models.search_config import SearchConfig  # noqa: E402
 
 
 def config(algorithm: str, sims: int, *, solver: bool = False) -> SearchConfig:

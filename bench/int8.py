@@ -62,7 +62,6 @@ from models.inference_net import fold_batch_norm, fold_for_inference
 from models.net import AlphaZeroNet, NetConfig
 from models.policy import get_policy_map
 from models.precision import cpu_bf16_support, cpu_int8_support
-from pipeline.adjudication import PIECE_POINTS
 from pipeline.config import load_config
 from pipeline.export import export_onnx
 from pipeline.quantize import (
@@ -72,6 +71,7 @@ from pipeline.quantize import (
     ort_session,
     quantize_onnx_int8,
 )
+from pipeline.selfplay.adjudication import PIECE_POINTS
 
 GAMES = Path(__file__).resolve().parents[1] / "data" / "games" / "zerochess-mixed.pgn.gz"
 BATCH = 256

@@ -57,13 +57,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from actors.evaluation import MatchSettings, run_tournament  # noqa: E402
-from actors.gate import match_settings  # noqa: E402
-from actors.loop import Ledger, run_pipeline  # noqa: E402
-from actors.selfplay import init_ray  # noqa: E402
+from actors.evaluation import run_tournament  # noqa: E402
+from actors.loop import run_pipeline  # noqa: E402
+from actors.runtime import init_ray  # noqa: E402
 from pipeline.config import Config, load_config  # noqa: E402
-from pipeline.endgames import endgame_fens, write_epd  # noqa: E402
+from pipeline.evaluation.gating import match_settings  # noqa: E402
 from pipeline.evaluation.match import Opening, load_openings  # noqa: E402
+from pipeline.evaluation.settings import MatchSettings  # noqa: E402
+from pipeline.loop.ledger import Ledger  # noqa: E402
+from pipeline.selfplay.endgames import endgame_fens, write_epd  # noqa: E402
 from pipeline.stats import elo_to_score  # noqa: E402
 
 MATE_PLIES = 100  # 50 moves of each side

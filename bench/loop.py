@@ -188,7 +188,7 @@ def main() -> None:
     import logging
 
     logging.basicConfig(level=logging.WARNING)
-    from actors.selfplay import use_auth_mode
+    from actors.runtime import use_auth_mode
 
     use_auth_mode()
     import ray

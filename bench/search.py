@@ -33,7 +33,8 @@ import chess
 import numpy as np
 
 from models.evaluation import UniformEvaluator
-from models.search import SearchConfig, run_search
+from models.search_config import SearchConfig
+from models.search_drivers import run_search
 
 POSITIONS = [
     chess.STARTING_FEN,
@@ -57,7 +58,7 @@ def zerochess_runner(simulations: int, encode: bool, leaves_per_batch: int) -> C
 
 def native_runner(simulations: int, leaves_per_batch: int) -> Callable[[str], None]:
     """The native core on one position: one tree, one thread, leaf encoding included."""
-    from models.native_search import NativeCache, NativeTree, run_native_searches
+    from models.native_tree import NativeCache, NativeTree, run_native_searches
 
     config = SearchConfig(num_simulations=simulations, leaves_per_batch=leaves_per_batch, backend="native")
 
@@ -72,7 +73,7 @@ def native_runner(simulations: int, leaves_per_batch: int) -> Callable[[str], No
 
 def driver_rate(threads: int, games: int, simulations: int, plies: int) -> tuple[float, float]:
     """(simulations/s, moves/s) of native self-play on ``threads`` C++ threads."""
-    from models.native_search import SelfPlayDriver
+    from models.native_drivers import SelfPlayDriver
 
     config = SearchConfig(num_simulations=simulations, backend="native")
     driver = SelfPlayDriver(config, games=games, games_in_flight=games, seed=0, max_plies=plies,

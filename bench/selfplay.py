@@ -128,7 +128,8 @@ def inference_rate(evaluator: NetEvaluator, batch: int, seconds: float = 3.0) ->
 
 
 def ray_rate(config: Config, games: int, workers: int, threads: int) -> float:
-    from actors.selfplay import init_ray, run_selfplay
+    from actors.runtime import init_ray
+    from actors.selfplay import run_selfplay
 
     init_ray(address="local", num_cpus=2)
     selfplay = replace(config.selfplay, workers=workers, threads_per_worker=threads,

@@ -30,9 +30,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from models.evaluation import UniformEvaluator  # noqa: E402
-from models.native_search import NativeTree, run_native_searches  # noqa: E402
-from models.search import SearchConfig  # noqa: E402
-from pipeline.endgames import endgame_fens  # noqa: E402
+from models.native_tree import NativeTree, run_native_searches  # noqa: E402
+from models.search_config import SearchConfig  # noqa: E402
+from pipeline.selfplay.endgames import endgame_fens  # noqa: E402
 
 
 def labelled_starts(count: int, seed: int, depth: int = 24) -> dict[int, list[str]]:

@@ -37,7 +37,7 @@ from torch.utils.data import DataLoader, IterableDataset
 from models.evaluation import UniformEvaluator
 from models.net import NetConfig
 from models.policy import get_policy_map
-from models.search import SearchConfig
+from models.search_config import SearchConfig
 from pipeline.config import SelfPlayConfig
 from pipeline.selfplay import SelfPlayWorker, game_positions
 from pipeline.shards import records_to_table, write_shard

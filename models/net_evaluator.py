@@ -1,7 +1,7 @@
 """The network behind the search: both evaluation protocols.
 
 * ``evaluate_batch(planes, rows, indices)`` (the native core's
-  :class:`~models.native_search.BatchEvaluator`): the core hands over the
+  :class:`~models.native_tree.BatchEvaluator`): the core hands over the
   ``(N, 119, 8, 8)`` uint8 planes of a batch of leaves and, for every legal
   move of every leaf, the leaf's row and the move's policy index.  One forward
   pass, the logits of those moves gathered with one ``take`` over the flat

@@ -1,9 +1,9 @@
 """One entry point for both search backends (``SearchConfig.backend``).
 
-Players, the UCI engine, ``zerochess analyse`` and :func:`models.search.choose_move`
-build their trees and run their searches through these functions, so the
-choice between the native core (:mod:`models.native_search`) and the python
-reference (:mod:`models.search`) is made in one place:
+Players, the UCI engine, ``zerochess analyse`` and :func:`choose_move` build
+their trees and run their searches through these functions, so the choice
+between the native core (:mod:`models.native_tree`) and the python reference
+(:mod:`models.search_tree`, :mod:`models.search_drivers`) is made in one place:
 
 * ``native`` when ``config.backend == "native"`` and the evaluator has
   ``evaluate_batch`` (:meth:`SearchConfig.uses_native`);
@@ -11,25 +11,29 @@ reference (:mod:`models.search`) is made in one place:
 
 Both trees have the same interface for their users (``board``, ``advance``,
 ``start``, ``finished``, ``result``, ``history_snapshot`` and a read-only
-``root`` node), so the callers do not care which one they hold.
-``models.native_search`` is imported lazily: it imports :mod:`models.search`.
+``root`` node), so the callers do not care which one they hold.  This module
+sits on top: it imports both backends and neither imports it.
+
+C++ twin: none (the backends' twins are models/native/search.* and
+models/native/search_bindings.cpp).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any
 
 import chess
 import numpy as np
 
-from models.evaluation import EvalCache
-from models.search import GameTree, SearchConfig, SearchResult, run_searches
+from models.evaluation import EvalCache, Evaluator
+from models.native_tree import NativeCache, NativeTree, run_native_searches
+from models.search_config import SearchConfig, SearchError, SearchResult
+from models.search_drivers import run_searches
+from models.search_tree import GameTree
 
-if TYPE_CHECKING:
-    from models.native_search import NativeCache, NativeTree
-
-SearchTree = Union[GameTree, "NativeTree"]
+SearchTree = GameTree | NativeTree
 """A game's search tree on either backend."""
 
 
@@ -37,8 +41,6 @@ def new_cache(config: SearchConfig, evaluator: object) -> EvalCache | NativeCach
     """An evaluation cache of ``config.cache_size`` entries for the backend
     that searches with ``evaluator``."""
     if config.uses_native(evaluator):
-        from models.native_search import NativeCache
-
         return NativeCache(config.cache_size)
     return EvalCache(config.cache_size)
 
@@ -62,8 +64,6 @@ def new_tree(
         SearchError: ``board`` is not a valid position.
     """
     if config.uses_native(evaluator):
-        from models.native_search import NativeCache, NativeTree
-
         native_cache = cache if isinstance(cache, NativeCache) else None
         return NativeTree(
             board, config, policy_encoding=policy_encoding(evaluator), cache=native_cache, seed=seed
@@ -85,8 +85,6 @@ def run_trees(
     finished or ``should_stop`` says so (checked between network batches);
     returns the evaluator calls."""
     if trees and not isinstance(trees[0], GameTree):
-        from models.native_search import run_native_searches
-
         return run_native_searches(trees, evaluator, should_stop=should_stop)  # type: ignore[arg-type]
     return run_searches(trees, evaluator, should_stop=should_stop)  # type: ignore[arg-type]
 
@@ -106,6 +104,24 @@ def search_position(
     tree.start(num_simulations=num_simulations, add_noise=add_noise)
     run_trees([tree], evaluator)
     return tree.result()
+
+
+def choose_move(
+    board: chess.Board,
+    time_limit_s: float,
+    evaluator: Evaluator,
+    config: SearchConfig | None = None,
+) -> chess.Move:
+    """The most visited move after searching for about ``time_limit_s`` seconds
+    (at least one batch of simulations, no noise), on ``config.backend``."""
+    if not time_limit_s > 0:
+        raise SearchError(f"time_limit_s must be > 0, got {time_limit_s!r}")
+    config = config or SearchConfig()
+    deadline = time.perf_counter() + time_limit_s
+    tree = new_tree(board.copy(), config, evaluator, cache=new_cache(config, evaluator))
+    tree.start(num_simulations=10**9)
+    run_trees([tree], evaluator, should_stop=lambda: time.perf_counter() >= deadline)
+    return tree.result().best_move
 
 
 def policy_encoding(evaluator: object) -> str:

@@ -1,8 +1,10 @@
 """The one configuration of zerochess: typed dataclasses, values in ``params.yaml``.
 
-Every parameter is declared once, here or in the ``models`` dataclasses this
-module composes (``NetConfig``, ``SearchConfig``), and documented where it is
-declared.  ``params.yaml`` holds the values; the CLI (``--set key=value``),
+Every parameter is declared once, in the section this module composes
+(``models``' ``NetConfig`` and ``SearchConfig``, :mod:`pipeline.selfplay.config`,
+:mod:`pipeline.training.config`, :mod:`pipeline.supervised.config`,
+:mod:`pipeline.evaluation.config`, :mod:`pipeline.loop_config`, ``demo``
+here), and documented where it is declared.  ``params.yaml`` holds the values; the CLI (``--set key=value``),
 DVC (``params:``) and MLflow (flattened dotted keys) all read this same tree.
 Unknown keys and values of the wrong type are errors that name the key and
 the file.
@@ -20,176 +22,15 @@ from typing import Any
 import yaml
 
 from models.net import NetConfig
-from models.search import SearchConfig
-from pipeline.config_errors import ConfigError, check_inference
-from pipeline.curriculum import CurriculumStage, check_curriculum, check_curriculum_measure
+from models.search_config import SearchConfig
+from pipeline.config_errors import ConfigError, check_at_least
 from pipeline.evaluation.config import GatingConfig
 from pipeline.loop_config import RunConfig, check_async_measure, check_training_devices
+from pipeline.selfplay.config import SelfPlayConfig, check_curriculum_measure
 from pipeline.supervised.config import SupervisedConfig
 from pipeline.training.config import TrainConfig
 
-
 __all__ = ["Config", "ConfigError", "DemoConfig", "GatingConfig", "RunConfig", "SelfPlayConfig", "TrainConfig", "load_config"]
-
-
-@dataclass(frozen=True)
-class SelfPlayConfig:
-    """Self-play games and the workers that play them.
-
-    Attributes:
-        games_per_task: games one worker task plays side by side (their
-            leaves share each network batch) and writes as one shard.
-        overlap_inference: python backend (``search.backend: python``):
-            split the games into two lanes so the network evaluates one
-            lane's leaves while the search works on the other's.  Worth it
-            when the network runs on a GPU; on a 2-core CPU the two compete
-            for the cores (see ``bench/selfplay.py``).  The native backend
-            always has two lanes and overlaps them when this is true or the
-            network runs on CUDA; on a CPU it evaluates them in turn
-            (measured: +15-18% evaluations/s, network-bound share 0.98-1.00
-            against 0.84-0.94 with the 2x32 net on 2 cores).
-        search_threads: C++ threads of the native search that drive one
-            worker's games (``search.backend: native``; the python backend
-            searches on one thread).  1 on a small CPU, where the network
-            needs the cores; 4-8 per GPU actor, with enough games in flight
-            (``games_per_task``) to fill both the threads and the batches.
-        max_plies: a game reaching this many plies ends as a draw
-            (termination ``max_plies``).
-        full_search_prob: playout cap randomization (KataGo): the share of
-            moves searched with ``search.num_simulations`` and recorded as
-            training targets; the others get ``fast_simulations``, no noise,
-            and are stored with ``full_search = false``.  1.0 turns it off.
-        fast_simulations: simulations of a fast (cheap) search.
-        resign_threshold: a side resigns when its root value stays below this
-            for ``resign_plies`` consecutive own moves; -1 disables resigning.
-        resign_plies: consecutive own moves below the threshold to resign.
-        resign_playthrough: share of games where resigning is disabled, to
-            measure how often a resignation would have been wrong.
-        draw_adjudication_plies: not AlphaZero (lc0/KataGo practice): a game
-            of at least this many plies whose root |q| stayed below
-            ``draw_adjudication_q`` for its last ``draw_adjudication_window``
-            plies (either side's searches) ends as a draw, z = 0
-            (termination ``draw_adjudicated``); 0 turns it off.
-        draw_adjudication_window: consecutive plies of small root |q| that
-            adjudicate a draw.
-        draw_adjudication_q: root |q| below which a ply counts as drawish.
-        draw_adjudication_playthrough: share of games where draw adjudication
-            is disabled, to measure how often an adjudicated draw would have
-            been a decisive game (``false_draws``).
-        start_positions: EPD or FEN file (one position a line, ``#`` starts a
-            comment) to draw start positions from; empty for the standard start.
-        random_plies: uniformly random moves played from the start position
-            before the game is recorded, for diversity.
-        seed: seed for noise, temperature sampling and start positions.
-        device: ``auto`` (CUDA when present, else CPU), ``cpu`` or ``cuda``.
-        precision: number format of the network's forward: ``auto`` (bf16
-            autocast on CUDA; on a CPU, bf16 only where it computes bf16
-            natively, AMX-BF16 or AVX512-BF16, and a start-up calibration
-            shows it faster; else fp32), ``fp32`` or ``bf16``
-            (:mod:`models.precision`).  Reduced precision differs from CPU
-            to CPU: the tiny preset (DVC, tests) pins ``fp32``.  Also the
-            default of ``zerochess uci``/``play``/``analyse --precision``.
-        compile: the inference graph (:mod:`models.inference_net`):
-            ``auto`` (``jit`` on a CPU, ``eager`` on CUDA), ``eager`` (eager,
-            batch norm folded), ``jit`` (traced and frozen: +5-10% over
-            ``eager`` measured with both CPU nets, built in under a second) or
-            ``inductor`` (``torch.compile``, one graph per batch-size bucket,
-            ~10 s to build each on 2 cores).  A failed compilation falls
-            back to ``eager`` with a warning.
-        workers: self-play actors on Ray.
-        cpus_per_worker: Ray ``num_cpus`` of each actor.
-        gpus_per_worker: Ray ``num_gpus`` of each actor (fractions share a GPU).
-        threads_per_worker: ``torch.set_num_threads`` inside each actor.
-        max_restarts: Ray restarts of a dead actor.
-        max_task_retries: Ray retries of a task whose actor died.
-        adjudicate_material: not zero-knowledge (a deviation from AlphaZero,
-            which draws every game at its length limit): a game reaching
-            ``max_plies`` is won by the side ahead by at least
-            ``material_margin`` points (P1 N3 B3 R5 Q9), else drawn;
-            termination ``material`` (:mod:`pipeline.adjudication`).
-        material_margin: points ahead that win a material adjudication.
-        adjudicate_stockfish: not zero-knowledge: a game reaching
-            ``max_plies`` is scored by a short Stockfish search of its final
-            position: a win beyond ``stockfish_adjudication_cp`` (or a mate
-            score), else a draw; termination ``stockfish_adjudication``.
-            Stockfish missing is an error before the games start.
-        stockfish_adjudication_cp: centipawns beyond which Stockfish's score wins.
-        stockfish_adjudication_nodes: nodes of that Stockfish search.
-        stockfish_path: Stockfish binary for the adjudication; empty:
-            ``stockfish`` on PATH, else ``/usr/games/stockfish``.
-        curriculum: not zero-knowledge: stages of endgame start positions,
-            mixed with full games, by generation (:mod:`pipeline.curriculum`);
-            empty: every game from ``start_positions``.
-    """
-
-    games_per_task: int = 64
-    overlap_inference: bool = False
-    search_threads: int = 1
-    max_plies: int = 512
-    full_search_prob: float = 0.25
-    fast_simulations: int = 32
-    resign_threshold: float = -0.95
-    resign_plies: int = 3
-    resign_playthrough: float = 0.1
-    draw_adjudication_plies: int = 0
-    draw_adjudication_window: int = 20
-    draw_adjudication_q: float = 0.05
-    draw_adjudication_playthrough: float = 0.1
-    start_positions: str = ""
-    random_plies: int = 0
-    seed: int = 0
-    device: str = "auto"
-    precision: str = "auto"
-    compile: str = "auto"
-    workers: int = 2
-    cpus_per_worker: float = 1.0
-    gpus_per_worker: float = 0.0
-    threads_per_worker: int = 1
-    max_restarts: int = 3
-    max_task_retries: int = 3
-    adjudicate_material: bool = False
-    material_margin: int = 3
-    adjudicate_stockfish: bool = False
-    stockfish_adjudication_cp: int = 300
-    stockfish_adjudication_nodes: int = 20000
-    stockfish_path: str = ""
-    curriculum: tuple[CurriculumStage, ...] = ()
-
-    def __post_init__(self) -> None:
-        at_least_one = ("games_per_task", "max_plies", "fast_simulations", "resign_plies", "workers",
-                        "threads_per_worker", "search_threads", "material_margin",
-                        "stockfish_adjudication_nodes", "draw_adjudication_window")  # fmt: skip
-        for name in at_least_one:
-            _require(f"selfplay.{name}", getattr(self, name), getattr(self, name) >= 1, ">= 1")
-        for name in ("random_plies", "cpus_per_worker", "gpus_per_worker", "max_restarts", "max_task_retries",
-                     "draw_adjudication_plies"):  # fmt: skip
-            _require(f"selfplay.{name}", getattr(self, name), getattr(self, name) >= 0, ">= 0")
-        for name in ("full_search_prob", "resign_playthrough", "draw_adjudication_playthrough"):
-            value = getattr(self, name)
-            _require(f"selfplay.{name}", value, 0.0 <= value <= 1.0, "in [0, 1]")
-        _require("selfplay.resign_threshold", self.resign_threshold, -1.0 <= self.resign_threshold <= 1.0, "in [-1, 1]")
-        _require("selfplay.draw_adjudication_q", self.draw_adjudication_q, 0.0 < self.draw_adjudication_q <= 1.0,
-                 "in (0, 1]")  # fmt: skip
-        _require("selfplay.device", self.device, self.device in ("auto", "cpu", "cuda"), "auto, cpu or cuda")
-        check_inference("selfplay", self.precision, self.compile)
-        _require("selfplay.stockfish_adjudication_cp", self.stockfish_adjudication_cp,
-                 self.stockfish_adjudication_cp >= 0, ">= 0")  # fmt: skip
-        both = self.adjudicate_material and self.adjudicate_stockfish
-        _require("selfplay.adjudicate_material", True, not both, "false when selfplay.adjudicate_stockfish is on")
-        check_curriculum(self.curriculum)
-
-    @property
-    def resign_enabled(self) -> bool:
-        return self.resign_threshold > -1.0
-
-    @property
-    def draw_adjudication_enabled(self) -> bool:
-        return self.draw_adjudication_plies > 0
-
-
-def _require(key: str, value: object, ok: bool, what: str) -> None:
-    if not ok:
-        raise ConfigError(f"{key} must be {what}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -207,9 +48,7 @@ class DemoConfig:
     simulations: int = 64
 
     def __post_init__(self) -> None:
-        for name in ("games", "max_plies", "simulations"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"demo.{name} must be >= 1, got {getattr(self, name)!r}")
+        check_at_least("demo", self, ("games", "max_plies", "simulations"), 1)
 
 
 @dataclass(frozen=True)

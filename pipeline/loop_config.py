@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.config_errors import ConfigError
+from pipeline.config_errors import ConfigError, check_at_least, require, require_one_of
 
 MODES = ("sync", "async")
 
@@ -72,18 +72,12 @@ class RunConfig:
     role_max_restarts: int = 3
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ConfigError(f"run.mode must be one of {', '.join(MODES)}, got {self.mode!r}")
-        for name in ("generations", "games_per_generation", "candidate_every_steps", "gates_in_flight"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"run.{name} must be >= 1, got {getattr(self, name)!r}")
-        for name in ("trainer_cpus", "trainer_gpus", "gate_cpus", "role_max_restarts"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"run.{name} must be >= 0, got {getattr(self, name)!r}")
-        if not self.train_samples_per_position > 0:
-            raise ConfigError(
-                f"run.train_samples_per_position must be > 0, got {self.train_samples_per_position!r}"
-            )
+        require_one_of("run.mode", self.mode, MODES)
+        check_at_least("run", self, ("generations", "games_per_generation", "candidate_every_steps",
+                                     "gates_in_flight"), 1)  # fmt: skip
+        check_at_least("run", self, ("trainer_cpus", "trainer_gpus", "gate_cpus", "role_max_restarts"), 0)
+        require("run.train_samples_per_position", self.train_samples_per_position,
+                self.train_samples_per_position > 0, "> 0")  # fmt: skip
         if not self.model_name:
             raise ConfigError("run.model_name must not be empty")
         if self.mode == "async" and self.trainer_gpus > 1:

@@ -40,11 +40,8 @@ def elo_figure(history: list[dict[str, Any]], baseline: dict[str, float] | None 
         measured = [(g, e) for g, e, sc in zip(generations, elos, scores) if sc is None or 0.0 < sc < 1.0]
         if measured:
             axis.plot(*zip(*measured), "o", color=line.get_color())
-        for bound, marker in ((0.0, "v"), (1.0, "^")):
-            clamped = [(g, e) for g, e, sc in zip(generations, elos, scores) if sc == bound]
-            if clamped:
-                bounds = True
-                axis.plot(*zip(*clamped), marker, color=line.get_color(), markerfacecolor="none", markersize=9)
+        below, above = ([(g, e) for g, e, sc in zip(generations, elos, scores) if sc == bound] for bound in (0.0, 1.0))
+        bounds |= mark_bounds(axis, line.get_color(), below, above, facecolor="none", size=9)
     if bounds:
         axis.plot([], [], "v", color="grey", markerfacecolor="none", label="bound (score 0: Elo below; 1: above)")
     axis.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -55,6 +52,18 @@ def elo_figure(history: list[dict[str, Any]], baseline: dict[str, float] | None 
     axis.grid(alpha=0.3)
     figure.tight_layout()
     return figure
+
+
+def mark_bounds(axis: Any, color: Any, below: list[tuple[Any, Any]], above: list[tuple[Any, Any]], *,
+                facecolor: str, size: float) -> bool:  # fmt: skip
+    """Draw Elo points that are only the bound of the estimate's clamp as open
+    triangles, pointing down (``below``) or up (``above``); whether any was drawn."""
+    drawn = False
+    for points, marker in ((below, "v"), (above, "^")):
+        if points:
+            drawn = True
+            axis.plot(*zip(*points), marker, color=color, markerfacecolor=facecolor, markersize=size)
+    return drawn
 
 
 MEASURE_SERIES = (

@@ -22,6 +22,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from pipeline.evaluation.elo_text import elo_text
+
 LOSS_KEYS = ("loss/total", "loss/policy", "loss/value", "loss/l2")
 
 
@@ -52,19 +54,6 @@ class RunStatus:
     recent: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
     stage_started: float = field(default_factory=time.monotonic)
-
-
-def elo_text(elo: float, score: float | None = None, games: int | None = None) -> str:
-    """An Elo figure as a reader should take it.  A sample of only losses
-    (or only wins) has no finite Elo: the figure is the clamp's bound
-    (see :mod:`pipeline.stats`), shown as such: ``0/4, below -280``."""
-    if score is not None and games:
-        points = f"{score * games:g}"
-        if score <= 0.0:
-            return f"{points}/{games}, below {elo:+.0f}"
-        if score >= 1.0:
-            return f"{points}/{games}, above {elo:+.0f}"
-    return f"{elo:+.0f}"
 
 
 def _fmt(value: float | None, spec: str) -> str:

@@ -4,18 +4,24 @@ The games are biased so that a few thousand of them cover the rare rules:
 captures and pawn pushes are favoured (promotions, under-promotions, en
 passant), castling is usually taken when legal, and some games shuffle pieces
 back and forth so that threefold repetitions happen.  A game ends like
-``models.search.terminal_value`` decides: checkmate, stalemate, threefold
+``models.search_config.terminal_value`` decides: checkmate, stalemate, threefold
 repetition (the position occurred twice before), the fifty-move rule (halfmove
 clock >= 100) or insufficient material, or at ``max_plies``.
+
+:func:`reference_line_planes` gives the python reference planes of such a game
+(``models.encoding``), which the native line encoder must match byte for byte.
 """
 
 from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable, Iterator, Sequence
 
 import chess
+import numpy as np
+
+from models.encoding import PlaneHistory, encode_snapshots, meta_values
 
 
 def _game_over(board: chess.Board, seen: Counter[Hashable], legal: list[chess.Move]) -> bool:
@@ -82,3 +88,18 @@ def random_games(count: int, seed: int = 0, max_plies: int = 300) -> Iterator[li
     """``count`` games as lists of UCI moves; the same seed gives the same games."""
     for index in range(count):
         yield random_game(seed * 1_000_003 + index, max_plies)
+
+
+def reference_line_planes(moves: Sequence[str]) -> np.ndarray:
+    """models.encoding planes of every position of the line from the start: python-chess
+    ``push``, ``PlaneHistory.push``, ``snapshot`` and ``meta_values`` per position, then
+    one batched ``encode_snapshots``."""
+    board = chess.Board()
+    history = PlaneHistory.from_board(board)
+    snapshots, metas = [history.snapshot()], [meta_values(board)]
+    for move in moves:
+        board.push_uci(move)
+        history.push(board)
+        snapshots.append(history.snapshot())
+        metas.append(meta_values(board))
+    return encode_snapshots(np.stack(snapshots), np.array(metas, dtype=np.uint8))

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -110,16 +111,26 @@ def assert_none_left(tag: str, ray_tmp: str, when: str, grace_s: float = 30.0) -
     assert not leftovers, f"processes of the run alive {grace_s:.0f} s {when}: {describe(leftovers)}"
 
 
-def kill_all(procs: list[Any]) -> None:
-    """SIGKILL ``procs`` (by process id) and reap them."""
+def kill_all(procs: list[Any], timeout: float = 10.0) -> None:
+    """SIGKILL ``procs`` (by process id) and reap them (waiting up to ``timeout`` seconds)."""
     import psutil
 
     for proc in procs:
-        try:
+        with suppress(psutil.Error):
             proc.kill()
-        except psutil.Error:
-            pass
-    psutil.wait_procs(procs, timeout=10)
+    psutil.wait_procs(procs, timeout=timeout)
+
+
+def stop_all(procs: list[Any], grace_s: float = 10.0) -> None:
+    """SIGTERM ``procs`` (by process id), then SIGKILL and reap those still alive
+    ``grace_s`` seconds later."""
+    import psutil
+
+    for proc in procs:
+        with suppress(psutil.Error):
+            proc.send_signal(signal.SIGTERM)
+    _, alive = psutil.wait_procs(procs, timeout=grace_s)
+    kill_all(alive, timeout=5.0)
 
 
 # -- a driver under a fault injector --------------------------------------------------
@@ -202,7 +213,7 @@ def assert_games_once(out: Path) -> dict[str, str]:
     """Every recorded game id of ``OUT/games.jsonl`` is in exactly one valid
     shard, once, and every shard's positions carry the generation (sync) or
     net version (async) of its task name; returns game -> shard."""
-    from actors.async_loop import parse_task
+    from pipeline.loop.tasks import parse_task
     from pipeline.shards import list_shards, read_shard
 
     recorded = [game for entry in entries(out / "games.jsonl") for game in entry["games"]]

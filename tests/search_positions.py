@@ -1,5 +1,6 @@
 """Positions with one known right answer, and a scripted evaluator, shared
-by ``tests/test_gumbel.py`` and ``bench/gumbel.py``.
+by ``tests/test_gumbel.py`` and ``bench/gumbel.py`` (and the hand-made mates
+of :data:`SIMPLE_MATES_IN_ONE` by ``tests/test_search.py`` and ``tests/test_uct.py``).
 
 The positions come from random games (20+ moves each); their answers were
 checked by brute force with python-chess.
@@ -47,6 +48,13 @@ MATE_IN_ONE = [
     ("rn1qk1nr/1bppb1pp/pp2p3/5p2/5PP1/PP5P/RBPPP3/1N1QKBNR b Kkq - 2 7", "e7h4"),
 ]
 """Exactly one legal move mates (20+ legal moves each)."""
+
+SIMPLE_MATES_IN_ONE = [
+    ("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", "a1a8"),  # back rank
+    ("r5k1/8/8/8/8/8/5PPP/6K1 b - - 0 1", "a8a1"),  # the same for Black
+    ("k7/8/1K6/8/8/8/8/2Q5 w - - 0 1", "c1c8"),
+]
+"""Hand-made mates in one with few pieces (FEN, the mating move)."""
 
 PIECE_VALUES = np.array([1, 3, 3, 5, 9, 0, -1, -3, -3, -5, -9, 0], dtype=np.float32)
 MATERIAL = {

@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 import pytest
 
 from models.net import NetConfig
-from models.search import SearchConfig
+from models.search_config import SearchConfig
 from pipeline.config import Config, SelfPlayConfig
 from pipeline.shards import list_shards, load_shards
 

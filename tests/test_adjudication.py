@@ -11,11 +11,11 @@ import pytest
 
 from models.evaluation import UniformEvaluator
 from models.policy import get_policy_map
-from models.search import SearchConfig
-from pipeline.adjudication import Adjudicator, check_adjudication, material_balance
+from models.search_config import SearchConfig
 from pipeline.config import ConfigError, SelfPlayConfig, load_config
 from pipeline.players.stockfish import DEBIAN_PATH
 from pipeline.selfplay import SelfPlayWorker, game_positions
+from pipeline.selfplay.adjudication import Adjudicator, check_adjudication, material_balance
 
 needs_stockfish = pytest.mark.skipif(not os.access(DEBIAN_PATH, os.X_OK), reason="Debian's stockfish not installed")
 

@@ -86,7 +86,7 @@ def test_modes_of_the_presets() -> None:
 
 
 def test_roles_that_do_not_fit_the_cluster_fail_naming_the_keys() -> None:
-    from actors.async_loop import check_resources, required_resources
+    from pipeline.loop.resources import check_resources, required_resources
 
     config = load_config(ROOT / "params.yaml", preset="tiny", overrides=["run.mode=async"])
     assert required_resources(config)["CPU"] == 2 * 1.0 + 1.0 + 0.0 + 2 * 1.0
@@ -106,7 +106,7 @@ def test_cluster_preset_fits_the_cluster_configs(cloud: str) -> None:
     at their max_workers, and a self-play node holds its share of both pools."""
     import yaml
 
-    from actors.async_loop import check_resources
+    from pipeline.loop.resources import check_resources
 
     config = load_config(ROOT / "params.yaml", preset="cluster")
     nodes = yaml.safe_load((ROOT / "infra" / f"cluster-{cloud}.yaml").read_text())["available_node_types"]
@@ -125,13 +125,13 @@ def test_cluster_preset_fits_the_cluster_configs(cloud: str) -> None:
 
 
 def test_gpu_preset_fits_one_gpu_and_16_cores() -> None:
-    from actors.async_loop import check_resources
+    from pipeline.loop.resources import check_resources
 
     check_resources(load_config(ROOT / "params.yaml", preset="gpu"), {"CPU": 16.0, "GPU": 1.0})
 
 
 def test_task_names_carry_the_net_version() -> None:
-    from actors.async_loop import parse_task, task_name
+    from pipeline.loop.tasks import parse_task, task_name
 
     assert task_name(3, 17) == "gen0003-task00017"
     assert parse_task(task_name(3, 17)) == (3, 17)
@@ -275,7 +275,7 @@ def test_losing_a_self_play_node_mid_run(tmp_path: Path) -> None:
     from ray.cluster_utils import Cluster
 
     from actors.async_loop import run_async
-    from actors.selfplay import use_auth_mode
+    from actors.runtime import use_auth_mode
 
     saved = {name: os.environ.get(name) for name in ("MLFLOW_TRACKING_URI", "RAY_AUTH_MODE")}
     os.environ.pop("MLFLOW_TRACKING_URI", None)

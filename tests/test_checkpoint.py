@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,13 +32,7 @@ TINY = PRESETS["tiny"]
 EXECUTED: list[str] = []
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread() -> Iterator[None]:
-    """Tiny nets gain nothing from threads; keep the shared CPUs free."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("torch_threads")  # one torch thread (tests/conftest.py)
 
 
 def tiny_net(seed: int = 0, **overrides: Any) -> AlphaZeroNet:

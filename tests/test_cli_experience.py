@@ -133,7 +133,7 @@ def test_native_stderr_is_muted_only_inside_the_block(capfd: pytest.CaptureFixtu
 def test_a_status_line_is_not_wrapped_off_a_terminal() -> None:
     from rich.console import Console
 
-    from pipeline.commands.run import print_event
+    from pipeline.commands.common import print_event
 
     buffer = io.StringIO()
     console = Console(file=buffer, width=80, force_terminal=False)
@@ -147,7 +147,7 @@ def test_a_status_line_is_not_wrapped_off_a_terminal() -> None:
 
 
 def test_a_clamped_elo_reads_as_a_bound() -> None:
-    from pipeline.status import elo_text
+    from pipeline.evaluation.elo_text import elo_text
 
     assert elo_text(-280.4, 0.0, 4) == "0/4, below -280"
     assert elo_text(280.4, 1.0, 4) == "4/4, above +280"
@@ -165,10 +165,10 @@ def _history() -> list[dict]:
 
 
 def test_the_status_line_shows_the_ladders_bound() -> None:
-    from actors.loop import _status_line
+    from pipeline.loop.text import status_line
 
     summary = {**_history()[0], "train": {"loss/total": 5.9}, "selfplay": {"games": 8}}
-    line = _status_line(summary)
+    line = status_line(summary)
     assert "ladder SF0 0/4, below -280" in line and "vs best +0 Elo" in line
 
 

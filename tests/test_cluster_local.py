@@ -59,6 +59,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from run_helpers import FIT_TWO_CPUS, assert_games_once, assert_mlflow, entries, stop_all
 
 REPO = Path(__file__).resolve().parents[1]
 INFRA = REPO / "infra"
@@ -227,23 +228,6 @@ def _ours(base: Path) -> list:
     return list(found.values())
 
 
-def _kill(procs: list, grace: float = 10.0) -> None:
-    import psutil
-
-    for proc in procs:
-        try:
-            proc.send_signal(signal.SIGTERM)
-        except psutil.Error:
-            pass
-    _, alive = psutil.wait_procs(procs, timeout=grace)
-    for proc in alive:
-        try:
-            proc.kill()
-        except psutil.Error:
-            pass
-    psutil.wait_procs(alive, timeout=5)
-
-
 @dataclass
 class Cluster:
     base: Path          # everything of this test lives here (the marker of its processes)
@@ -283,8 +267,8 @@ def local_cluster() -> Iterator[Cluster]:
         yield _start(base)
     finally:
         # Ray's processes and stray launcher clients first, then sshd and its sessions.
-        _kill([p for p in _ours(base) if _status(p, "name") != "sshd"])
-        _kill(_ours(base))
+        stop_all([p for p in _ours(base) if _status(p, "name") != "sshd"])
+        stop_all(_ours(base))
         still = [p for p in _ours(base) if _status(p, "status") not in ("", psutil.STATUS_ZOMBIE)]
         if os.environ.get("ZEROCHESS_CLUSTER_TEST_LOGS"):  # keep the CLI and sshd logs
             keep = Path(os.environ["ZEROCHESS_CLUSTER_TEST_LOGS"]) / base.name
@@ -497,8 +481,6 @@ def _check_async_submit(cluster: Cluster) -> float:
     coordinator task takes no resources, so the trainer actor gets the head's
     only ``trainer``; the pool's shards land, the candidate is gated, every
     MLflow run is FINISHED."""
-    from run_helpers import FIT_TWO_CPUS, assert_games_once, assert_mlflow, entries
-
     out = cluster.base / "run-async"
     overrides = {**FIT_TWO_CPUS, "run.generations": 1, "run.candidate_every_steps": 10,
                  "run.trainer_resource": "trainer"}  # fmt: skip

@@ -19,9 +19,10 @@ import pytest
 
 from models.encoding import COLOUR_PLANE, MOVE_COUNT_PLANE
 from models.evaluation import Leaf
-from models.native_search import DriverConfigError, HashEvaluator, SelfPlayDriver
+from models.hash_evaluator import HashEvaluator
+from models.native_drivers import DriverConfigError, SelfPlayDriver
 from models.policy import get_policy_map
-from models.search import SearchConfig
+from models.search_config import SearchConfig
 from pipeline.config import Config, ConfigError, SelfPlayConfig, from_dict
 from pipeline.selfplay import GameRecord, SelfPlayWorker, game_positions
 

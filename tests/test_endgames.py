@@ -1,5 +1,5 @@
-"""Endgame start positions (pipeline/endgames.py), ``zerochess endgames``, the
-curriculum (pipeline/curriculum.py) and the ``endgame`` preset."""
+"""Endgame start positions (pipeline/selfplay/endgames.py), ``zerochess endgames``, the
+curriculum (pipeline/selfplay/curriculum.py) and the ``endgame`` preset."""
 
 from __future__ import annotations
 
@@ -14,13 +14,18 @@ import chess.engine
 import pytest
 
 from models.evaluation import UniformEvaluator
-from models.search import SearchConfig
+from models.search_config import SearchConfig
 from pipeline.cli import main
 from pipeline.config import ConfigError, SelfPlayConfig, load_config
-from pipeline.curriculum import CurriculumStage, stage_for, start_fens_for
-from pipeline.endgames import endgame_fens, parse_kind
 from pipeline.players.stockfish import DEBIAN_PATH
-from pipeline.selfplay import SelfPlayWorker, load_start_positions
+from pipeline.selfplay import (
+    CurriculumStage,
+    SelfPlayWorker,
+    load_start_positions,
+    stage_for,
+    start_fens_for,
+)
+from pipeline.selfplay.endgames import endgame_fens, parse_kind
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_stockfish = pytest.mark.skipif(not os.access(DEBIAN_PATH, os.X_OK), reason="Debian's stockfish not installed")
@@ -212,7 +217,7 @@ def test_a_stage_ends_early_once_a_generation_reaches_its_mate_rate() -> None:
     """``until_mate_rate``: the stage ends after the first of its generations
     whose measured mate rate reached it; later generations' measures, and
     rates of generations not before the one asked about, do not count."""
-    from pipeline.curriculum import stage_index
+    from pipeline.selfplay.curriculum import stage_index
 
     stages = (CurriculumStage(until_generation=4, kinds=("KQK",), until_mate_rate=0.8),
               CurriculumStage(until_generation=10, kinds=("KRK",), until_mate_rate=0.9),
@@ -236,7 +241,8 @@ def test_until_mate_rate_needs_the_mate_rate_measure_and_a_rate() -> None:
 
 
 def test_the_loop_reads_measured_mate_rates_from_its_ledger(tmp_path: Path) -> None:
-    from actors.loop import Ledger, mate_rates
+    from actors.loop import mate_rates
+    from pipeline.loop.ledger import Ledger
 
     ledger = Ledger(tmp_path / "ledger.jsonl")
     ledger.append({"generation": 0, "stage": "measure", "figures": {"measure/mate_rate": 0.25}})

@@ -57,7 +57,8 @@ def test_a_match_uses_every_opening_before_repeating_one(pairs: int) -> None:
 
 @pytest.mark.slow
 def test_stockfish_beats_the_random_mover_and_leaves_no_process(local_ray: None, tmp_path: Path) -> None:
-    from actors.evaluation import MatchSettings, run_tournament
+    from actors.evaluation import run_tournament
+    from pipeline.evaluation.settings import MatchSettings
 
     before = stockfish_processes()
     pgn = tmp_path / "games.pgn"
@@ -76,7 +77,8 @@ def test_stockfish_beats_the_random_mover_and_leaves_no_process(local_ray: None,
 
 @pytest.mark.slow
 def test_sprt_stops_a_lopsided_match_early(local_ray: None) -> None:
-    from actors.evaluation import MatchSettings, run_tournament
+    from actors.evaluation import run_tournament
+    from pipeline.evaluation.settings import MatchSettings
 
     report = run_tournament(
         [WEAKEST, "random"], BOOK, 50, MatchSettings(PlayerContext(), max_plies=300, workers=2),
@@ -88,7 +90,8 @@ def test_sprt_stops_a_lopsided_match_early(local_ray: None) -> None:
 
 @pytest.mark.slow
 def test_round_robin_gives_ratings(local_ray: None) -> None:
-    from actors.evaluation import MatchSettings, run_tournament
+    from actors.evaluation import run_tournament
+    from pipeline.evaluation.settings import MatchSettings
 
     players = ["random", "uct:rollouts=30:plies=6", WEAKEST]
     report = run_tournament(players, BOOK, 2, MatchSettings(PlayerContext(), max_plies=80, workers=2))

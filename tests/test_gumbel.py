@@ -18,21 +18,13 @@ import pytest
 
 from models import _native
 from models.evaluation import EvalCache
-from models.native_search import (
-    HashEvaluator,
-    NativeCache,
-    NativeTree,
-    SelfPlayDriver,
-    run_native_searches,
-)
-from models.search import (
-    GameTree,
-    SearchConfig,
-    SearchError,
-    considered_visit,
-    run_searches,
-    select_move,
-)
+from models.hash_evaluator import HashEvaluator
+from models.native_drivers import SelfPlayDriver
+from models.native_tree import NativeCache, NativeTree, run_native_searches
+from models.search_config import SearchConfig, SearchError, select_move
+from models.search_drivers import run_searches
+from models.search_rules import considered_visit
+from models.search_tree import GameTree
 from tests.search_positions import FREE_QUEEN, MaterialEvaluator
 from tests.test_native_search import KIWIPETE, NEAR_MATE, _positions
 

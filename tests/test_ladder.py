@@ -7,7 +7,7 @@ from __future__ import annotations
 import chess
 import pytest
 
-from actors.gate import elo_clamped
+from pipeline.evaluation.gating import elo_clamped
 from pipeline.evaluation.match import Opening, play_game
 from pipeline.players.spec import stockfish_settings
 from pipeline.players.stockfish import StockfishPlayer, StockfishSettings, find_stockfish

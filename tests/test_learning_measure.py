@@ -124,10 +124,10 @@ def _summary(generation: int, rate: float) -> dict:
 def test_the_status_line_and_the_screen_show_the_measure() -> None:
     from rich.console import Console
 
-    from actors.loop import _status_line
+    from pipeline.loop.text import status_line
     from pipeline.status import RunStatus, render
 
-    line = _status_line(_summary(3, 0.5))
+    line = status_line(_summary(3, 0.5))
     assert "gate: PROMOTED" in line and line.endswith("; mate rate 12/24 = 0.50 [0.31, 0.69]")
     console = Console(file=io.StringIO(), width=160, color_system=None)
     console.print(render(RunStatus("runs/x", 8, learning="generation 3: mate rate 12/24 = 0.50 [0.31, 0.69]")))

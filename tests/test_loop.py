@@ -63,7 +63,9 @@ def test_tiny_run_two_generations_then_resume_does_nothing(tmp_path: Path) -> No
 def test_generation_zero_can_start_from_a_pretrained_net(tmp_path: Path, same_architecture: bool) -> None:
     import torch
 
-    from actors.loop import Ledger, Tracker, _initial_best
+    from pipeline.loop.ledger import Ledger
+    from pipeline.loop.start import initial_best
+    from pipeline.loop.tracker import Tracker
     from models.net import AlphaZeroNet, ArchitectureMismatchError, NetConfig
     from pipeline.checkpoint import load_net, save_net
     from pipeline.config import load_config
@@ -79,9 +81,9 @@ def test_generation_zero_can_start_from_a_pretrained_net(tmp_path: Path, same_ar
     tracker, ledger = Tracker(config, out), Ledger(out / "ledger.jsonl")
     if not same_architecture:
         with pytest.raises(ArchitectureMismatchError, match="checkpoint"):
-            _initial_best(config, out, ledger, tracker, str(tmp_path / "pretrained.pt"))
+            initial_best(config, out, ledger, tracker, str(tmp_path / "pretrained.pt"))
         return
-    best = _initial_best(config, out, ledger, tracker, str(tmp_path / "pretrained.pt"))
+    best = initial_best(config, out, ledger, tracker, str(tmp_path / "pretrained.pt"))
     loaded = load_net(best)
     for name, tensor in pretrained.state_dict().items():
         assert torch.equal(loaded.state_dict()[name], tensor), name
@@ -90,7 +92,7 @@ def test_generation_zero_can_start_from_a_pretrained_net(tmp_path: Path, same_ar
 def _selfplay_setup(tmp_path: Path):
     """A tiny config with two 2-game tasks per generation, a shard folder and the
     two ledgers of a run folder."""
-    from actors.loop import GAMES_FILE, Ledger
+    from pipeline.loop.ledger import GAMES_FILE, Ledger
     from pipeline.config import load_config
 
     config = load_config(None, ["run.games_per_generation=4", "selfplay.games_per_task=2",
@@ -102,7 +104,8 @@ def _selfplay_setup(tmp_path: Path):
 
 def _play(config, shards: str, generation: int, tasks: list[str]) -> list[dict]:
     """Play ``tasks`` in this process as run_selfplay's actors would (same seeds)."""
-    from actors.selfplay import SelfPlayActor, task_seed
+    from actors.selfplay import SelfPlayActor
+    from pipeline.loop.tasks import task_seed
     from pipeline.config import to_dict
 
     actor = SelfPlayActor(to_dict(config), None, shards, generation)
@@ -112,14 +115,15 @@ def _play(config, shards: str, generation: int, tasks: list[str]) -> list[dict]:
 
 @pytest.mark.parametrize("as_uri", [False, True], ids=["folder", "file-uri"])
 def test_check_shards_quarantines_bad_shards_and_records_unrecorded_games(tmp_path: Path, as_uri: bool) -> None:
-    from actors.loop import _record_games, check_shards, generation_tasks
+    from pipeline.loop.shards import check_shards, record_games
+    from pipeline.loop.tasks import generation_tasks
 
     config, folder, games, _ = _selfplay_setup(tmp_path)
     shards = Path(folder).as_uri() if as_uri else folder  # run.shards may be a filesystem URI (s3://, gs://)
     tasks = generation_tasks(config, 1)
     assert tasks == ["gen0001-task00000", "gen0001-task00001"]
     first, second = _play(config, shards, 1, tasks)
-    record = _record_games(games, 1)
+    record = record_games(games, 1)
     record(first)
     record(first)  # a task reported twice (played again) is recorded once
     assert [entry["task"] for entry in games.entries] == [tasks[0]]
@@ -148,12 +152,14 @@ def test_ensure_shards_plays_a_quarantined_task_again(tmp_path: Path, monkeypatc
     from actors import loop
     from models.net import AlphaZeroNet
     from pipeline.checkpoint import save_net
+    from pipeline.loop.shards import record_games
+    from pipeline.loop.tasks import generation_tasks
     from pipeline.shards import read_shard
 
     config, shards, games, ledger = _selfplay_setup(tmp_path)
-    tasks = loop.generation_tasks(config, 1)
+    tasks = generation_tasks(config, 1)
     for summary in _play(config, shards, 1, tasks):
-        loop._record_games(games, 1)(summary)
+        record_games(games, 1)(summary)
     before = pq.read_table(Path(shards) / f"{tasks[1]}.parquet")
     (Path(shards) / f"{tasks[1]}.parquet").write_bytes(b"PAR1 torn")
     save_net(AlphaZeroNet(config.net), tmp_path / "net.pt")
@@ -161,7 +167,7 @@ def test_ensure_shards_plays_a_quarantined_task_again(tmp_path: Path, monkeypatc
 
     def fake_run_selfplay(config, out, games_total, *, net, generation, on_task, mate_rates):
         assert mate_rates == {}  # no measure in this run
-        todo = [task for task in loop.generation_tasks(config, generation)
+        todo = [task for task in generation_tasks(config, generation)
                 if not (Path(out) / f"{task}.parquet").exists()]  # fmt: skip
         played.append(todo)
         for summary in _play(config, out, generation, todo):
@@ -169,12 +175,12 @@ def test_ensure_shards_plays_a_quarantined_task_again(tmp_path: Path, monkeypatc
 
     monkeypatch.setattr(loop, "run_selfplay", fake_run_selfplay)
     notes: list[str] = []
-    loop._ensure_shards(config, shards, 1, str(tmp_path / "net.pt"), games, ledger, notes.append)
+    loop.ensure_shards(config, shards, 1, str(tmp_path / "net.pt"), games, ledger, notes.append)
     assert played == [[tasks[1]]]
     assert read_shard(Path(shards) / f"{tasks[1]}.parquet").equals(before)  # same seed, same games
     assert (Path(shards) / "quarantine" / f"{tasks[1]}.parquet").read_bytes() == b"PAR1 torn"
     assert [entry["task"] for entry in games.entries] == tasks  # no id recorded twice
     assert [(e["stage"], list(e["tasks"])) for e in ledger.entries] == [("regenerate", [tasks[1]])]
     assert tasks[1] in notes[0]
-    loop._ensure_shards(config, shards, 1, str(tmp_path / "net.pt"), games, ledger, notes.append)
+    loop.ensure_shards(config, shards, 1, str(tmp_path / "net.pt"), games, ledger, notes.append)
     assert played == [[tasks[1]]] and len(ledger.entries) == 1  # all valid: nothing to do

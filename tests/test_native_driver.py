@@ -17,16 +17,16 @@ import numpy as np
 import pytest
 
 from models import encoding
-from models.native_search import (
+from models.hash_evaluator import HashEvaluator
+from models.native_drivers import (
     DriverConfigError,
-    HashEvaluator,
     MatchDriver,
     MatchGame,
     NativeGame,
     SelfPlayDriver,
 )
 from models.policy import get_policy_map
-from models.search import SearchConfig
+from models.search_config import SearchConfig
 
 ENDGAMES = [
     "k7/8/1K6/8/8/8/8/7R w - - 0 1",  # mates come quickly

@@ -18,15 +18,12 @@ import pytest
 from models import _native
 from models.encoding import (
     NUM_PLANES,
-    PlaneHistory,
     board_meta,
     board_row,
     encode_board,
-    encode_snapshots,
-    meta_values,
 )
 from models.policy import AZ4672, LC0_1858, PolicyMap
-from tests.native_random_games import random_games
+from tests.native_random_games import random_games, reference_line_planes
 
 START = chess.STARTING_FEN
 ENCODINGS = {"az4672": AZ4672, "lc0_1858": LC0_1858}
@@ -216,19 +213,6 @@ def test_all_legal_moves_of_tricky_positions(fen: str, encoding: str) -> None:
 # ---------------------------------------------------------------------------
 # Random games: every position against the Python reference
 # ---------------------------------------------------------------------------
-
-
-def reference_line_planes(moves: Sequence[str]) -> np.ndarray:
-    """models.encoding planes of every position of the line from the start."""
-    board = chess.Board()
-    history = PlaneHistory.from_board(board)
-    snapshots, metas = [history.snapshot()], [meta_values(board)]
-    for move in moves:
-        board.push_uci(move)
-        history.push(board)
-        snapshots.append(history.snapshot())
-        metas.append(meta_values(board))
-    return encode_snapshots(np.stack(snapshots), np.array(metas, dtype=np.uint8))
 
 
 def check_line_policies(moves: Sequence[str], encoding: str, policy_map: PolicyMap) -> int:

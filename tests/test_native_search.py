@@ -17,14 +17,11 @@ import pytest
 
 from models import _native
 from models.evaluation import EvalCache
-from models.native_search import (
-    HashEvaluator,
-    NativeCache,
-    NativeTree,
-    run_native_searches,
-    softmax,
-)
-from models.search import GameTree, SearchConfig, SearchError, run_searches
+from models.hash_evaluator import HashEvaluator, softmax
+from models.native_tree import NativeCache, NativeTree, run_native_searches
+from models.search_config import SearchConfig, SearchError
+from models.search_drivers import run_searches
+from models.search_tree import GameTree
 from pipeline.uci.analysis import root_lines
 from tests.native_random_games import random_games
 

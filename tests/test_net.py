@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -36,13 +35,7 @@ from models.net import (
 TINY = PRESETS["tiny"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread() -> Iterator[None]:
-    """Tiny nets gain nothing from threads; keep the shared CPUs free."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("torch_threads")  # one torch thread (tests/conftest.py)
 
 
 def random_planes(n: int, seed: int = 0) -> torch.Tensor:

@@ -12,7 +12,9 @@ from models.evaluation import Leaf
 from models.net import AlphaZeroNet, NetConfig
 from models.net_evaluator import NetEvaluator
 from models.policy import get_policy_map
-from models.search import GameTree, SearchConfig, run_search, run_searches
+from models.search_config import SearchConfig
+from models.search_drivers import run_search, run_searches
+from models.search_tree import GameTree
 
 FENS = [
     chess.STARTING_FEN,
@@ -21,12 +23,7 @@ FENS = [
 ]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("torch_threads")  # one torch thread (tests/conftest.py)
 
 
 def tiny_net(encoding: str) -> AlphaZeroNet:

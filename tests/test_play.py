@@ -9,7 +9,7 @@ import chess.pgn
 import pytest
 
 from models.evaluation import UniformEvaluator
-from models.search import SearchConfig
+from models.search_config import SearchConfig
 from pipeline.cli import main
 from pipeline.play import PlaySession, parse_move, render_board
 from pipeline.uci.player import NetPlayer, SearchControl

@@ -12,13 +12,13 @@ import pytest
 import torch
 
 from models.net import AlphaZeroNet, NetConfig
+from models.search_config import SearchConfig
 from pipeline.checkpoint import save_net
 from pipeline.evaluation.match import Opening, play_game
 from pipeline.players.base import Limits, PlayerError
 from pipeline.players.simple import NetPlayer, RandomPlayer
 from pipeline.players.spec import PlayerContext, build_player
 from pipeline.players.stockfish import EngineFailure, StockfishPlayer, StockfishSettings, find_stockfish
-from models.search import SearchConfig
 
 START = Opening("start", chess.STARTING_FEN)
 

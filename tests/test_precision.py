@@ -18,17 +18,11 @@ from models.net import AlphaZeroNet, NetConfig
 from models.net_evaluator import NetEvaluator
 from models.policy import get_policy_map
 from models.precision import PrecisionError, check_precision, choose_precision, cpu_bf16_support
-from pipeline.adjudication import PIECE_POINTS
+from pipeline.selfplay.adjudication import PIECE_POINTS
 from pipeline.training.trainer import resolve_training_precision
 
-
-
-@pytest.fixture(scope="module", autouse=True)
-def two_threads():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(threads)
+TORCH_THREADS = 2
+pytestmark = pytest.mark.usefixtures("torch_threads")  # TORCH_THREADS for the module (tests/conftest.py)
 
 
 def _positions(count: int, seed: int) -> list[chess.Board]:

@@ -40,7 +40,7 @@ def probe(address: str, **env_changes: str | None) -> str:
 def test_init_ray_turns_token_auth_on_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
     from ray._raylet import AuthenticationMode, get_authentication_mode
 
-    from actors.selfplay import use_auth_mode
+    from actors.runtime import use_auth_mode
 
     monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
     assert use_auth_mode() == "token"
@@ -48,7 +48,7 @@ def test_init_ray_turns_token_auth_on_by_default(monkeypatch: pytest.MonkeyPatch
 
 
 def test_the_token_file_is_made_private(tmp_path) -> None:  # noqa: ANN001
-    from actors.selfplay import protect_token
+    from actors.runtime import protect_token
 
     token = tmp_path / "auth_token"
     token.write_text("secret")

@@ -12,23 +12,13 @@ from hypothesis import strategies as st
 
 from models.encoding import encode_board
 from models.evaluation import EvalCache, EvaluationError, Leaf, UniformEvaluator, encode_leaves
-from models.search import (
-    GameTree,
-    SearchConfig,
-    SearchError,
-    choose_move,
-    run_search,
-    run_searches,
-    select_move,
-    terminal_value,
-)
+from models.search_backend import choose_move
+from models.search_config import SearchConfig, SearchError, select_move, terminal_value
+from models.search_drivers import run_search, run_searches
+from models.search_tree import GameTree
+from tests.search_positions import SIMPLE_MATES_IN_ONE
 
-MATES_IN_ONE = [
-    ("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", "a1a8"),  # back rank
-    ("r5k1/8/8/8/8/8/5PPP/6K1 b - - 0 1", "a8a1"),  # the same for black
-    ("k7/8/1K6/8/8/8/8/2Q5 w - - 0 1", "c1c8"),
-    ("4k3/8/4K3/8/8/8/8/R7 w - - 0 1", "a1a8"),
-]
+MATES_IN_ONE = [*SIMPLE_MATES_IN_ONE, ("4k3/8/4K3/8/8/8/8/R7 w - - 0 1", "a1a8")]
 
 
 def random_board(seed: int, plies: int) -> chess.Board:

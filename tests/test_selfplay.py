@@ -18,7 +18,7 @@ from models.encoding import COLOUR_PLANE, encode_board, encode_snapshots
 from models.evaluation import Leaf, UniformEvaluator
 from models.net import AlphaZeroNet, NetConfig
 from models.net_evaluator import NetEvaluator
-from models.search import SearchConfig
+from models.search_config import SearchConfig
 from pipeline.config import ConfigError, SelfPlayConfig
 from pipeline.selfplay import GameRecord, PlyRecord, SelfPlayWorker, load_start_positions
 
@@ -222,7 +222,7 @@ def test_native_games_give_the_same_rows_and_pgn_from_arrays_and_from_plies() ->
 
 
 def test_both_backends_write_the_same_rows_for_the_same_search() -> None:
-    from models.native_search import HashEvaluator
+    from models.hash_evaluator import HashEvaluator
     from models.policy import get_policy_map
     from pipeline.selfplay import game_positions
 

@@ -40,6 +40,7 @@ from pipeline.shards import (
     validate_table,
     write_shard,
 )
+from pipeline.shards.validation import check_positions, fast_rows
 
 # Legal en passant (exd6), promotions for both sides, all castling rights.
 TACTICAL_FEN = "r3k2r/1P4P1/8/3pP3/8/8/1p4p1/R3K2R w KQkq d6 0 30"
@@ -513,9 +514,9 @@ def test_fast_position_path_agrees_with_python_chess(dataset: Dataset, table: pa
     """Every real row is settled by the vectorised path, with the same board as python-chess."""
     fens = table.column("fen").to_pylist()
     history = shards.decode_history(table)[:, 0, :12]
-    accepted, _, _ = shards._fast_rows(fens, history, shards.decode_meta(table))
+    accepted, _, _ = fast_rows(fens, history, shards.decode_meta(table))
     assert accepted.all()
-    boards = shards._check_positions(table, need_boards=True)
+    boards = check_positions(table, need_boards=True)
     assert any(board.ep_square is not None for board in boards if board is not None)
     for fen, board in zip(fens, boards, strict=True):
         assert board is not None

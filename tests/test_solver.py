@@ -19,8 +19,11 @@ import numpy as np
 import pytest
 
 from models.evaluation import UniformEvaluator
-from models.native_search import NativeTree, SelfPlayDriver, run_native_searches
-from models.search import GameTree, SearchConfig, run_searches, select_move
+from models.native_drivers import SelfPlayDriver
+from models.native_tree import NativeTree, run_native_searches
+from models.search_config import SearchConfig, select_move
+from models.search_drivers import run_searches
+from models.search_tree import GameTree
 from pipeline.uci.analysis import root_lines
 
 # Mates found by brute force with python-chess (no shorter mate exists).
@@ -84,41 +87,42 @@ def _search(board: chess.Board, config: SearchConfig, backend: str, sims: int | 
     return tree
 
 
+def _assert_proves_mate(board: chess.Board, tree, mate: int, config: SearchConfig) -> None:
+    """The search of ``board`` proved a mate in ``mate`` moves, the proven move
+    really mates that fast, the UCI line says so and the move is played."""
+    result = tree.result()
+    index = result.moves.index(result.best_move)
+    assert result.proof is not None and result.proof[index] == 1, (board.fen(), result.best_move)
+    assert result.proof_plies[index] == 2 * mate - 1, board.fen()
+    assert tree.root.proof == 1 and tree.root.proof_plies == 2 * mate - 1, board.fen()
+    assert _after(
+        board,
+        result.best_move,
+        lambda b: all(_after(b, reply, lambda c: _mates_within(c, mate - 1)) for reply in list(b.legal_moves)),
+    ), board.fen()
+    assert root_lines(tree)[0].move == result.best_move and root_lines(tree)[0].mate == mate
+    assert select_move(result, 0, config, np.random.default_rng(0)) == result.best_move
+
+
 BACKENDS = ["native", "python"]
 ALGORITHMS = ["puct", "gumbel"]
 
 
+@pytest.mark.parametrize("threats", [False, True], ids=["solver", "threats"])
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize(
     ("mate", "fens"), [(2, MATE_IN_2), (3, MATE_IN_3)], ids=["mate-in-2", "mate-in-3"]
 )
 def test_uniform_search_proves_mates_in_2_and_3(
-    mate: int, fens: list[str], backend: str, algorithm: str
+    mate: int, fens: list[str], backend: str, algorithm: str, threats: bool
 ) -> None:
-    config = dataclasses.replace(SOLVER, algorithm=algorithm)
+    """With the solver alone and with its mate-threat look-ahead
+    (``search.solver_threats``, tests/test_solver_threats.py)."""
+    config = dataclasses.replace(SOLVER, algorithm=algorithm, solver_threats=threats)
     for fen in fens:
         board = chess.Board(fen)
-        tree = _search(board, config, backend)
-        result = tree.result()
-        index = result.moves.index(result.best_move)
-        assert result.proof is not None and result.proof[index] == 1, (fen, result.best_move)
-        assert result.proof_plies[index] == 2 * mate - 1, fen
-        assert tree.root.proof == 1 and tree.root.proof_plies == 2 * mate - 1
-        # The proven move really mates that fast, and the UCI line says so.
-        assert _after(
-            board,
-            result.best_move,
-            lambda b: (
-                b.is_checkmate()
-                or all(
-                    _after(b, reply, lambda c: _mates_within(c, mate - 1))
-                    for reply in list(b.legal_moves)
-                )
-            ),
-        )
-        assert root_lines(tree)[0].move == result.best_move and root_lines(tree)[0].mate == mate
-        assert select_move(result, 0, config, np.random.default_rng(0)) == result.best_move
+        _assert_proves_mate(board, _search(board, config, backend), mate, config)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -18,12 +18,23 @@ import numpy as np
 import pytest
 
 from models.evaluation import EvalCache
-from models.native_search import HashEvaluator, NativeCache, NativeTree, run_native_searches, search_params
-from models.search import GameTree, SearchConfig, SearchError, run_searches, select_move
+from models.hash_evaluator import HashEvaluator
+from models.native_tree import NativeCache, NativeTree, run_native_searches, search_params
+from models.search_config import SearchConfig, SearchError, select_move
+from models.search_drivers import run_searches
+from models.search_tree import GameTree
 from pipeline.uci.analysis import root_lines
 from tests.test_gumbel import _assert_same_gumbel, _noise
 from tests.test_native_search import NEAR_MATE, _assert_same
-from tests.test_solver import ALGORITHMS, BACKENDS, MATE_IN_2, MATE_IN_3, _after, _mates_within, _search
+from tests.test_solver import (
+    ALGORITHMS,
+    BACKENDS,
+    MATE_IN_2,
+    MATE_IN_3,
+    _after,
+    _assert_proves_mate,
+    _search,
+)
 
 THREATS = SearchConfig(num_simulations=800, leaves_per_batch=1, cache_size=10_000, solver_threats=True)
 
@@ -61,33 +72,6 @@ def _allows_mate_in_one(board: chess.Board, move: chess.Move) -> bool:
         return any(_after(board, reply, lambda b: b.is_checkmate()) for reply in list(board.legal_moves))
     finally:
         board.pop()
-
-
-def _assert_proves_mate(board: chess.Board, tree, mate: int, config: SearchConfig) -> None:
-    result = tree.result()
-    index = result.moves.index(result.best_move)
-    assert result.proof is not None and result.proof[index] == 1, (board.fen(), result.best_move)
-    assert result.proof_plies[index] == 2 * mate - 1, board.fen()
-    assert tree.root.proof == 1 and tree.root.proof_plies == 2 * mate - 1, board.fen()
-    assert _after(
-        board,
-        result.best_move,
-        lambda b: all(_after(b, reply, lambda c: _mates_within(c, mate - 1)) for reply in list(b.legal_moves)),
-    ), board.fen()
-    assert root_lines(tree)[0].mate == mate
-    assert select_move(result, 0, config, np.random.default_rng(0)) == result.best_move
-
-
-@pytest.mark.parametrize("algorithm", ALGORITHMS)
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize(("mate", "fens"), [(2, MATE_IN_2), (3, MATE_IN_3)], ids=["mate-in-2", "mate-in-3"])
-def test_uniform_search_with_threats_proves_mates_in_2_and_3(
-    mate: int, fens: list[str], backend: str, algorithm: str
-) -> None:
-    config = dataclasses.replace(THREATS, algorithm=algorithm)
-    for fen in fens:
-        board = chess.Board(fen)
-        _assert_proves_mate(board, _search(board, config, backend), mate, config)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -1,4 +1,4 @@
-"""Match statistics: Elo estimates, SPRT, round-robin ratings (pipeline/stats.py)."""
+"""Match statistics: Elo estimates, SPRT, round-robin ratings (pipeline/stats/)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,6 @@ from pipeline.players.base import PlayerError
 from pipeline.players.stockfish import EngineFailure, find_stockfish
 from pipeline.shards import decode_targets, load_shards, table_to_records, validate_table
 from pipeline.supervised.config import SupervisedConfig
-from pipeline.supervised.convert import prepare_output
 from pipeline.supervised.labelling import (
     StockfishLabeller,
     centipawns_to_value,
@@ -31,6 +30,7 @@ from pipeline.supervised.labelling import (
     sample_outcome,
     score_to_value,
 )
+from pipeline.supervised.splits import prepare_output
 from pipeline.uci.analysis import value_to_centipawns
 
 

@@ -17,15 +17,7 @@ import pytest
 from models.policy import get_policy_map
 from pipeline.shards import decode_targets, load_shards, table_to_records
 from pipeline.supervised.config import SupervisedConfig
-from pipeline.supervised.convert import (
-    PgnFileConverter,
-    SupervisedDataError,
-    convert_files,
-    fast_fen,
-    find_pgn_files,
-    is_heldout,
-    prepare_output,
-)
+from pipeline.supervised.convert import PgnFileConverter, convert_files
 from pipeline.supervised.pgn import (
     HeaderFilter,
     PgnOpenError,
@@ -33,6 +25,13 @@ from pipeline.supervised.pgn import (
     iter_games,
     open_pgn,
     parse_time_control,
+)
+from pipeline.supervised.rows import fast_fen
+from pipeline.supervised.splits import (
+    SupervisedDataError,
+    find_pgn_files,
+    is_heldout,
+    prepare_output,
 )
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,8 +18,9 @@ from pipeline.checkpoint import load_net
 from pipeline.cli import main
 from pipeline.shards import decode_targets, load_shards
 from pipeline.supervised.config import SupervisedConfig
-from pipeline.supervised.convert import convert_files, prepare_output
+from pipeline.supervised.convert import convert_files
 from pipeline.supervised.pretrain import evaluate_table, legal_mask_batch, load_heldout
+from pipeline.supervised.splits import prepare_output
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "data" / "games" / "zerochess-mixed.pgn.gz"

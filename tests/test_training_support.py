@@ -9,7 +9,7 @@ from pathlib import Path
 
 from models.evaluation import UniformEvaluator
 from models.policy import get_policy_map
-from models.search import SearchConfig
+from models.search_config import SearchConfig
 from pipeline.config import SelfPlayConfig
 from pipeline.selfplay import SelfPlayWorker, game_positions
 from pipeline.shards import records_to_table, write_shard

@@ -10,7 +10,7 @@ import chess
 import pytest
 
 from models.evaluation import UniformEvaluator
-from models.search import SearchConfig
+from models.search_config import SearchConfig
 from pipeline.uci.engine import UciEngine, UciWriter
 from pipeline.uci.player import NetPlayer
 

@@ -8,7 +8,7 @@ import chess
 import pytest
 
 from models.evaluation import UniformEvaluator
-from models.search import SearchConfig
+from models.search_config import SearchConfig
 from pipeline.uci.analysis import (
     loss_plies,
     main_line_depth,

@@ -12,25 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from models.search_config import terminal_value
 from pipeline.players.base import Limits, Player, PlayerError
-from pipeline.players.uct import (
-    UCTPlayer,
-    _nth_move,
-    _pseudo_legal_groups,
-    _random_legal_move,
-    adjudicate,
-    material_balance,
-    rave_beta,
-    rave_value,
-    terminal_value,
-    ucb1_bonus,
-)
-
-MATES_IN_ONE = [
-    ("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", "a1a8"),  # back rank
-    ("r5k1/8/8/8/8/8/5PPP/6K1 b - - 0 1", "a8a1"),  # the same for Black
-    ("k7/8/1K6/8/8/8/8/2Q5 w - - 0 1", "c1c8"),
-]
+from pipeline.players.random_moves import nth_move, pseudo_legal_groups, random_legal_move
+from pipeline.players.uct import UCTPlayer
+from pipeline.players.uct_search import adjudicate, rave_beta, rave_value, ucb1_bonus
+from pipeline.selfplay.adjudication import material_balance
+from tests.search_positions import SIMPLE_MATES_IN_ONE
 
 # An undefended queen en prise to a knight, for each side.
 HANGING_QUEENS = [
@@ -124,8 +112,8 @@ def test_pseudo_legal_groups_are_python_chess_moves(seed: int, plies: int) -> No
     rng = random.Random(seed)
     board = chess.Board()
     for _ in range(plies):
-        groups, total = _pseudo_legal_groups(board)
-        got = [_nth_move(groups, i) for i in range(total)]
+        groups, total = pseudo_legal_groups(board)
+        got = [nth_move(groups, i) for i in range(total)]
         assert len(got) == len(set(got))
         assert set(got) == set(board.generate_pseudo_legal_moves()), board.fen()
         moves = list(board.legal_moves)
@@ -148,7 +136,7 @@ def test_rollout_moves_are_uniform_over_legal_moves(fen: str) -> None:
     legal = set(board.legal_moves)
     draws = 200 * len(legal)
     rng = random.Random(7)
-    counts = Counter(_random_legal_move(board, None, rng.random) for _ in range(draws))
+    counts = Counter(random_legal_move(board, None, rng.random) for _ in range(draws))
     assert set(counts) == legal
     for move in legal:  # binomial(draws, 1/len): 200 expected, sd ~14
         assert 130 <= counts[move] <= 270, (move, counts[move])
@@ -158,8 +146,8 @@ def test_rollout_sampler_reports_no_move() -> None:
     rng = random.Random(0)
     stalemate = chess.Board("k7/8/1Q6/8/8/8/8/6K1 b - - 0 1")
     mate = chess.Board("R5k1/5ppp/8/8/8/8/8/6K1 b - - 1 1")
-    assert _random_legal_move(stalemate, None, rng.random) is None
-    assert _random_legal_move(mate, None, rng.random) is None
+    assert random_legal_move(stalemate, None, rng.random) is None
+    assert random_legal_move(mate, None, rng.random) is None
 
 
 # ---------------------------------------------------------------------------
@@ -167,7 +155,7 @@ def test_rollout_sampler_reports_no_move() -> None:
 
 
 @pytest.mark.parametrize("rave", [False, True])
-@pytest.mark.parametrize(("fen", "best"), MATES_IN_ONE)
+@pytest.mark.parametrize(("fen", "best"), SIMPLE_MATES_IN_ONE)
 def test_finds_mate_in_one(fen: str, best: str, rave: bool) -> None:
     player = UCTPlayer(rollouts=300, rave=rave)
     move = player.play(chess.Board(fen))

@@ -30,8 +30,8 @@ def run(args: argparse.Namespace) -> int:
     from models.evaluation import UniformEvaluator
     from models.net import AlphaZeroNet, pick_device
     from models.net_evaluator import NetEvaluator
-    from models.search import SearchError
     from models.search_backend import search_position
+    from models.search_config import SearchError
     from pipeline.checkpoint import load_net
 
     config = config_from_args(args)

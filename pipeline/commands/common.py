@@ -1,4 +1,4 @@
-"""Arguments shared by several subcommands."""
+"""Arguments and output helpers shared by several subcommands."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import argparse
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pipeline.config imports torch (through models.net): only when a command runs
+    from rich.console import Console
+
     from pipeline.config import Config
 
 
@@ -16,14 +18,21 @@ def add_params_arguments(parser: argparse.ArgumentParser) -> None:
         help="parameter file (default: params.yaml; 'none' for the embedded defaults)",
     )
     parser.add_argument("--preset", help="merge presets/NAME.yaml over the params (tiny, cpu, demo, gpu, cluster, endgame)")
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override one parameter, e.g. --set search.num_simulations=100 (repeatable)",
-    )
+    add_set_argument(parser)
+
+
+def add_set_argument(parser: argparse.ArgumentParser, example: str = "search.num_simulations=100") -> None:
+    """``--set KEY=VALUE`` (repeatable): parameter overrides, into ``args.overrides``."""
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help=f"override one parameter, e.g. --set {example} (repeatable)")  # fmt: skip
+
+
+RAY_ADDRESS_HELP = "Ray cluster to join, e.g. auto (default: RAY_ADDRESS, else start a local one)"
+
+
+def add_ray_argument(parser: argparse.ArgumentParser, text: str = RAY_ADDRESS_HELP) -> None:
+    """``--ray-address``: the Ray cluster a command joins (``init_ray``'s ``address``)."""
+    parser.add_argument("--ray-address", help=text)
 
 
 def config_from_args(args: argparse.Namespace) -> Config:
@@ -31,3 +40,9 @@ def config_from_args(args: argparse.Namespace) -> Config:
 
     path = None if args.params == "none" else args.params
     return load_config(path, args.overrides, getattr(args, "preset", None))
+
+
+def print_event(console: Console, text: str) -> None:
+    """One status line, never wrapped: off a terminal rich would cut it at 80
+    columns, which breaks grepping the log."""
+    console.print(text, style="bold", markup=False, highlight=False, soft_wrap=True)

@@ -33,8 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipeline.endgames import endgame_fens, parse_kinds, write_epd
-    from pipeline.selfplay import load_start_positions
+    from pipeline.selfplay.endgames import endgame_fens, parse_kinds, write_epd
+    from pipeline.selfplay.starts import load_start_positions
 
     out = Path(args.out)
     if out.is_dir():

@@ -19,11 +19,11 @@ from pipeline.commands.checks import (
     require_at_least,
     require_positive,
 )
-from pipeline.commands.common import add_params_arguments, config_from_args
+from pipeline.commands.common import add_params_arguments, add_ray_argument, config_from_args
 
 if TYPE_CHECKING:
-    from actors.evaluation import MatchSettings
     from pipeline.evaluation.match import Opening
+    from pipeline.evaluation.settings import MatchSettings
     from pipeline.stats import SprtConfig
 
 
@@ -38,11 +38,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--openings", help="EPD book (default gating.openings)")
     parser.add_argument("--sprt", metavar="ELO0,ELO1", help="stop a two-player match once an SPRT decides")
     parser.add_argument("--out", default="runs/evaluate", help="folder for games.pgn and result.json")
-    parser.add_argument("--ray-address", help="Ray cluster to join, e.g. auto (default: RAY_ADDRESS, else start a local one)")
+    add_ray_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    from actors.gate import match_settings
+    from pipeline.evaluation.gating import match_settings
     from pipeline.evaluation.tournament import sprt_from
     from pipeline.players.base import Limits
     from pipeline.players.spec import check_player
@@ -94,7 +94,7 @@ def _play(args: argparse.Namespace, settings: MatchSettings, openings: list[Open
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from actors.evaluation import run_tournament
-    from actors.selfplay import init_ray
+    from actors.runtime import init_ray
     from pipeline.evaluation.tournament import TournamentReport
 
     init_ray(args.ray_address)

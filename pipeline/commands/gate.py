@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipeline.commands.checks import UsageError, check_output_folder, load_book
-from pipeline.commands.common import add_params_arguments, config_from_args
+from pipeline.commands.common import add_params_arguments, add_ray_argument, config_from_args
 
 if TYPE_CHECKING:
     from pipeline.config import Config
@@ -28,15 +28,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--candidate", required=True, help="the new network (checkpoint)")
     parser.add_argument("--best", help="the current best network (omit when there is none)")
     parser.add_argument("--out", default="runs/gate", help="folder for gate.json and the games' PGNs")
-    parser.add_argument("--ray-address", help="Ray cluster to join, e.g. auto (default: RAY_ADDRESS, else start a local one)")
-    parser.add_argument(
-        "--no-fail", action="store_true", help="exit 0 when the candidate is not promoted too (for DVC)"
-    )
-    parser.add_argument(
-        "--best-out",
-        metavar="PATH",
-        help="copy the best net after this gate (the candidate if promoted, else --best) to PATH",
-    )
+    add_ray_argument(parser)
+    parser.add_argument("--no-fail", action="store_true",
+                        help="exit 0 when the candidate is not promoted too (for DVC)")  # fmt: skip
+    parser.add_argument("--best-out", metavar="PATH",
+                        help="copy the best net after this gate (the candidate if promoted, else --best) to PATH")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -68,8 +64,9 @@ def _gate(args: argparse.Namespace, config: Config) -> int:
     from rich.console import Console
     from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
-    from actors.gate import run_gate
-    from actors.selfplay import init_ray
+    from actors.evaluation import run_tournament
+    from actors.runtime import init_ray
+    from pipeline.evaluation.gating import run_gate
 
     init_ray(args.ray_address)
     with Progress(TextColumn("gate"), TextColumn("{task.fields[status]}"), TimeElapsedColumn(),
@@ -82,7 +79,7 @@ def _gate(args: argparse.Namespace, config: Config) -> int:
             status = f"{stage}: +{pairing.wins} ={pairing.draws} -{pairing.losses}{sprt}"
             progress.update(bar, status=status)
 
-        decision = run_gate(config, args.candidate, args.best, args.out, on_pair=on_pair)
+        decision = run_gate(config, args.candidate, args.best, args.out, on_pair=on_pair, play=run_tournament)
     print(json.dumps(decision.as_dict(), indent=2, default=str))
     if args.best_out:
         winner = args.candidate if decision.promote or args.best is None else args.best

@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _positions(args: argparse.Namespace, settings):
     from pipeline.supervised import labelling
-    from pipeline.supervised.convert import SupervisedDataError
+    from pipeline.supervised.splits import SupervisedDataError
 
     if args.positions:
         if not os.path.isfile(args.positions):
@@ -58,8 +58,8 @@ def _positions(args: argparse.Namespace, settings):
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipeline.supervised.convert import prepare_output
     from pipeline.supervised.labelling import StockfishLabeller, label_positions
+    from pipeline.supervised.splits import prepare_output
 
     config = config_from_args(args)
     for option in ("depth", "nodes", "multipv"):

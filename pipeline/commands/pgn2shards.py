@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from pipeline.commands.checks import UsageError, check_output_folder, require_at_least
-from pipeline.commands.common import add_params_arguments, config_from_args
+from pipeline.commands.common import add_params_arguments, add_ray_argument, config_from_args
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,20 +38,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="files converted at once on Ray (supervised.workers)")
     parser.add_argument("--no-ray", action="store_true",
                         help="convert the files one after the other in this process")
-    parser.add_argument("--ray-address", help="Ray cluster to join (default: start a local one)")
+    add_ray_argument(parser, "Ray cluster to join (default: start a local one)")
 
 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
-    from pipeline.supervised.convert import (
-        convert_files,
-        find_pgn_files,
-        prepare_output,
-        write_manifest,
-    )
+    from pipeline.supervised.convert import convert_files, write_manifest
     from pipeline.supervised.pgn import check_pgn_start
+    from pipeline.supervised.splits import find_pgn_files, prepare_output
 
     config = config_from_args(args)
     require_at_least("--workers", args.workers)
@@ -86,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
                                         f"files {len(done_files)}/{len(files)}")
 
         if use_ray:
-            from actors.selfplay import init_ray
+            from actors.runtime import init_ray
             from actors.supervised import convert_files_on_ray
 
             init_ray(args.ray_address)

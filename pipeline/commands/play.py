@@ -6,7 +6,6 @@ import argparse
 import logging
 import random
 import sys
-
 from typing import TYPE_CHECKING
 
 from pipeline.commands.uci import add_network_arguments, engine_config, load_from_args
@@ -44,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import chess
 
-    from models.search import SearchError
+    from models.search_config import SearchError
     from pipeline.play import PlaySession
     from pipeline.uci.player import NetPlayer, SearchControl
 
@@ -83,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
 def _start_board(fen: str | None) -> chess.Board:
     import chess
 
-    from models.search import SearchError
+    from models.search_config import SearchError
 
     if fen is None:
         return chess.Board()

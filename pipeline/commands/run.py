@@ -8,11 +8,14 @@ import json
 from typing import TYPE_CHECKING
 
 from pipeline.commands.checks import check_output_folder, load_book
-from pipeline.commands.common import add_params_arguments, config_from_args
+from pipeline.commands.common import (
+    add_params_arguments,
+    add_ray_argument,
+    config_from_args,
+    print_event,
+)
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from pipeline.config import Config
 
 
@@ -21,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="runs/pipeline",
                         help="run folder (rerun the same command to resume; default: runs/pipeline)")
     parser.add_argument("--init-checkpoint", help="start generation 0 from this net (e.g. zerochess pretrain's)")
-    parser.add_argument("--ray-address", help="Ray cluster to join, e.g. auto (default: RAY_ADDRESS, else start a local one)")
+    add_ray_argument(parser)
     parser.add_argument("--no-live", action="store_true",
                         help="one line per stage instead of the live status screen (the default off a terminal)")
 
@@ -60,8 +63,9 @@ def _run(args: argparse.Namespace, config: Config) -> int:
     from rich.console import Console
 
     from actors.loop import run_pipeline
-    from actors.selfplay import init_ray
-    from pipeline.status import RunStatus, StatusBoard, elo_text
+    from actors.runtime import init_ray
+    from pipeline.loop.text import vs_best_text
+    from pipeline.status import RunStatus, StatusBoard
     from pipeline.training.tracking import mlflow_ui_command
 
     console = Console(stderr=True)
@@ -81,8 +85,7 @@ def _run(args: argparse.Namespace, config: Config) -> int:
         print(f"generation 0 (random net): {measure_text(result['measure_gen0'])}")
     for entry in result["generations"]:
         gate = entry["gate"]
-        vs_best = (elo_text(gate["gate/elo_vs_best"], gate.get("gate/score_vs_best"), int(gate.get("gate/games_vs_best", 0)))
-                   if "gate/elo_vs_best" in gate else "-")  # fmt: skip
+        vs_best = vs_best_text(gate) if "gate/elo_vs_best" in gate else "-"
         print(f"generation {entry['generation']}: loss/total {entry['train'].get('loss/total', float('nan')):.3f}, "
               f"{'promoted' if gate['gate/promoted'] else 'rejected'}, Elo vs best {vs_best}"
               + (f", {measure_text(entry['measure'])}" if entry.get("measure") else ""))  # fmt: skip
@@ -90,12 +93,6 @@ def _run(args: argparse.Namespace, config: Config) -> int:
     print(json.dumps({"best": result["best"], "mlflow": result["mlflow"], "parent_run": result["parent_run"]}))
     print(f"compare runs: {mlflow_ui_command(result['mlflow'])}  (then open http://127.0.0.1:5000)")
     return 0
-
-
-def print_event(console: Console, text: str) -> None:
-    """One status line, never wrapped: off a terminal rich would cut it at 80
-    columns, which breaks grepping the log."""
-    console.print(text, style="bold", markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_last_game(out: str, result: dict) -> None:

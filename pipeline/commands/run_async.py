@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from pipeline.commands.common import print_event
 from pipeline.config import Config
 
 
@@ -14,7 +15,7 @@ def run_async_command(args: argparse.Namespace, config: Config) -> int:
     from rich.console import Console
 
     from actors.async_loop import run_async
-    from actors.selfplay import init_ray
+    from actors.runtime import init_ray
     from pipeline.async_status import AsyncStatus, AsyncStatusBoard
     from pipeline.training.tracking import mlflow_ui_command
 
@@ -25,7 +26,7 @@ def run_async_command(args: argparse.Namespace, config: Config) -> int:
 
     def on_event(text: str) -> None:
         if not board.live:
-            console.print(text, style="bold", markup=False, highlight=False, soft_wrap=True)
+            print_event(console, text)
 
     with board:
         result = run_async(config, args.out, init_net=args.init_checkpoint, on_event=on_event, board=board)

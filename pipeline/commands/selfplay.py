@@ -8,7 +8,7 @@ import time
 from typing import TYPE_CHECKING
 
 from pipeline.commands.checks import check_output_folder, is_uri, require_at_least
-from pipeline.commands.common import add_params_arguments, config_from_args
+from pipeline.commands.common import add_params_arguments, add_ray_argument, config_from_args
 
 if TYPE_CHECKING:
     from models.net import AlphaZeroNet
@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="shard folder or pyarrow filesystem URI (s3://...)")
     parser.add_argument("--checkpoint", help="network (default: random weights seeded by selfplay.seed)")
     parser.add_argument("--generation", type=int, default=0, help="network generation stored in the shards")
-    parser.add_argument("--ray-address", help="Ray cluster to join, e.g. auto (default: RAY_ADDRESS, else start a local one)")
+    add_ray_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -44,7 +44,8 @@ def _play(args: argparse.Namespace, config: Config, net: AlphaZeroNet | None) ->
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from actors.selfplay import init_ray, run_selfplay
+    from actors.runtime import init_ray
+    from actors.selfplay import run_selfplay
 
     init_ray(args.ray_address)
     started = time.perf_counter()

@@ -52,7 +52,7 @@ from typing import Any
 
 import yaml
 
-from pipeline.commands.common import add_params_arguments, config_from_args
+from pipeline.commands.common import add_params_arguments, add_ray_argument, config_from_args
 
 # What each compute stage of dvc.yaml reads from the config: whole sections or
 # single dotted keys.  Self-play and gating load their networks from files, so
@@ -106,15 +106,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     selfplay.add_argument(
         "--generation", type=int, required=True, help="generation stored in the shards"
     )
-    selfplay.add_argument(
-        "--checkpoint", required=True, help="the network that plays (the current best)"
+    add_required(
+        selfplay,
+        ("--checkpoint", "the network that plays (the current best)"),
+        ("--out", "shard folder (selfplay.json is written beside them)"),
     )
-    selfplay.add_argument(
-        "--out", required=True, help="shard folder (selfplay.json is written beside them)"
-    )
-    selfplay.add_argument(
-        "--ray-address", help="Ray cluster to join (default: start or find a local one)"
-    )
+    add_ray_argument(selfplay, "Ray cluster to join (default: start or find a local one)")
 
     window = actions.add_parser("window", help="hard-link the shards of several folders into one")
     window.add_argument(
@@ -134,12 +131,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
     report = actions.add_parser("report", help="per-generation metrics and plots of a run folder")
-    report.add_argument("--run", required=True, help="run folder holding genNNNN/ folders")
-    report.add_argument(
-        "--metrics", required=True, help="folder for genNNNN.json metrics (dvc metrics show)"
-    )
-    report.add_argument(
-        "--plots", required=True, help="JSON list of per-generation rows (dvc plots show)"
+    add_required(
+        report,
+        ("--run", "run folder holding genNNNN/ folders"),
+        ("--metrics", "folder for genNNNN.json metrics (dvc metrics show)"),
+        ("--plots", "JSON list of per-generation rows (dvc plots show)"),
     )
     report.add_argument(
         "--figures", help="folder for loss.png and elo.png (static plots: dvc plots show renders "
@@ -153,6 +149,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     params.add_argument(
         "--preset", default=DVC_PRESET, help="preset the stages use (default: tiny)"
     )
+
+
+def add_required(parser: argparse.ArgumentParser, *options: tuple[str, str]) -> None:
+    """Required string options, as ``(flag, help)`` pairs."""
+    for flag, text in options:
+        parser.add_argument(flag, required=True, help=text)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -184,7 +186,8 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def _selfplay(args: argparse.Namespace) -> int:
-    from actors.selfplay import init_ray, run_selfplay
+    from actors.runtime import init_ray
+    from actors.selfplay import run_selfplay
     from pipeline.atomic import atomic_write
     from pipeline.checkpoint import load_net
 
@@ -353,6 +356,7 @@ def write_figures(rows: list[dict[str, Any]], folder: str | os.PathLike[str]) ->
     from matplotlib.ticker import MaxNLocator
 
     from pipeline.atomic import atomic_write
+    from pipeline.loop_plots import mark_bounds
 
     target = Path(folder)
     target.mkdir(parents=True, exist_ok=True)
@@ -371,12 +375,9 @@ def write_figures(rows: list[dict[str, Any]], folder: str | os.PathLike[str]) ->
                 continue
             (line,) = axis.plot(generations, [float("nan") if v is None else v for v in values], "o-", label=key)
             clamped = [_is_bound(row, key) for row in rows]
-            for below, marker in ((True, "v"), (False, "^")):
-                points = [(g, v) for g, v, c in zip(generations, values, clamped)
-                          if c and v is not None and (v < 0) == below]  # fmt: skip
-                if points:
-                    bounds = True
-                    axis.plot(*zip(*points), marker, color=line.get_color(), markerfacecolor="white", markersize=10)
+            below, above = ([(g, v) for g, v, c in zip(generations, values, clamped)
+                             if c and v is not None and (v < 0) == side] for side in (True, False))  # fmt: skip
+            bounds |= mark_bounds(axis, line.get_color(), below, above, facecolor="white", size=10)
         if bounds:
             axis.plot([], [], "v", color="grey", markerfacecolor="white", label="clamped: the Elo is below (above) this")
         axis.xaxis.set_major_locator(MaxNLocator(integer=True))

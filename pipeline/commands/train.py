@@ -77,15 +77,7 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     check_train_inputs(args, config)
     callbacks = [KillAtStep(args.test_kill_at_step)] if args.test_kill_at_step is not None else []
-    result = train(
-        config,
-        args.data,
-        args.out,
-        init_net=args.init_checkpoint,
-        resume=args.resume,
-        tracking_uri=args.tracking_uri,
-        progress_bar=args.progress,
-        callbacks=callbacks,
-    )
+    result = train(config, args.data, args.out, init_net=args.init_checkpoint, resume=args.resume,
+                   tracking_uri=args.tracking_uri, progress_bar=args.progress, callbacks=callbacks)  # fmt: skip
     print(json.dumps(asdict(result), indent=2))
     return 0

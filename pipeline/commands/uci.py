@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pipeline.commands.common import add_set_argument
+
 if TYPE_CHECKING:  # torch and the search load when the command runs, not for --help
     from pipeline.config import Config
     from pipeline.uci.loading import LoadedPlayer
@@ -50,14 +52,7 @@ def add_network_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"parameter file (default: {DEFAULT_PARAMS} when the working folder has one, "
         "else the embedded defaults; 'none' for the embedded defaults)",
     )
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override one parameter, e.g. --set search.c_puct_init=2.0 (repeatable)",
-    )
+    add_set_argument(parser, "search.c_puct_init=2.0")
     parser.add_argument(
         "--checkpoint",
         help=f"network checkpoint file, or '{CHAMPION}' for the MLflow registry's champion "

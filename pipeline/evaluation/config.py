@@ -5,7 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.config_errors import ConfigError, check_inference
+from pipeline.config_errors import (
+    ConfigError,
+    check_at_least,
+    check_each,
+    check_inference,
+    require,
+    require_one_of,
+)
 
 MEASURES = ("none", "mate_rate", "vs_gen0")
 DEFAULT_BOOK = str(Path(__file__).resolve().parents[2] / "data" / "openings.epd")
@@ -89,13 +96,9 @@ class GatingConfig:
     measure_defence: str = "depth=10"
 
     def __post_init__(self) -> None:
-        for name in ("simulations", "max_plies", "max_games", "ladder_games", "workers", "measure_games",
-                     "measure_max_plies"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"gating.{name} must be >= 1, got {getattr(self, name)!r}")
-        for name in ("cpus_per_worker", "gpus_per_worker"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"gating.{name} must be >= 0, got {getattr(self, name)!r}")
+        check_at_least("gating", self, ("simulations", "max_plies", "max_games", "ladder_games", "workers",
+                                        "measure_games", "measure_max_plies"), 1)  # fmt: skip
+        check_at_least("gating", self, ("cpus_per_worker", "gpus_per_worker"), 0)
         if self.movetime_s < 0 or self.engine_timeout_s <= 0:
             raise ConfigError(
                 f"gating.movetime_s must be >= 0 and gating.engine_timeout_s > 0, got "
@@ -103,20 +106,15 @@ class GatingConfig:
             )
         if not self.sprt_elo1 > self.sprt_elo0:
             raise ConfigError(f"gating.sprt_elo1 ({self.sprt_elo1}) must be > gating.sprt_elo0 ({self.sprt_elo0})")
-        for name in ("sprt_alpha", "sprt_beta"):
-            if not 0 < getattr(self, name) < 0.5:
-                raise ConfigError(f"gating.{name} must be in (0, 0.5), got {getattr(self, name)!r}")
-        if self.max_games % 2:
-            raise ConfigError(f"gating.max_games must be even (games come in pairs), got {self.max_games}")
+        check_each("gating", self, ("sprt_alpha", "sprt_beta"), lambda value: 0 < value < 0.5, "in (0, 0.5)")
+        require("gating.max_games", self.max_games, not self.max_games % 2, "even (games come in pairs)")
         self._check_measure()
         check_inference("gating", self.precision, self.compile)
 
     def _check_measure(self) -> None:
-        if self.measure not in MEASURES:
-            raise ConfigError(f"gating.measure must be one of {', '.join(MEASURES)}, got {self.measure!r}")
-        if self.measure == "vs_gen0" and self.measure_games % 2:
-            raise ConfigError(f"gating.measure_games must be even for vs_gen0 (games come in pairs), "
-                              f"got {self.measure_games}")  # fmt: skip
+        require_one_of("gating.measure", self.measure, MEASURES)
+        require("gating.measure_games", self.measure_games, self.measure != "vs_gen0" or not self.measure_games % 2,
+                "even for vs_gen0 (games come in pairs)")  # fmt: skip
         if self.measure == "mate_rate" and not self.measure_defence.strip():
             raise ConfigError("gating.measure_defence must name the Stockfish defence for mate_rate "
                               "(e.g. depth=10), got ''")  # fmt: skip

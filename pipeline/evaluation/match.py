@@ -36,7 +36,7 @@ class Opening:
 
 def load_openings(path: str | Path) -> list[Opening]:
     """Openings from an EPD file (``id "name";`` op names them) or plain FENs."""
-    from pipeline.selfplay import load_start_positions, project_file
+    from pipeline.selfplay.starts import load_start_positions, project_file
 
     openings = []
     path = project_file(path)  # a relative book missing here: the project's (data/...)

@@ -21,6 +21,7 @@ from typing import Any
 
 import chess
 
+from pipeline.evaluation.elo_text import elo_text
 from pipeline.evaluation.match import GameOutcome, Opening
 from pipeline.stats import StatsError, elo_to_score
 
@@ -78,8 +79,6 @@ def measure_text(figures: dict[str, float]) -> str:
     """The measure as the status line shows it, e.g. ``mate rate 5/24 = 0.21
     [0.09, 0.40]`` or ``vs gen0 0.62 [0.48, 0.74] (+5 =3 -2)``; a score of 0
     or 1 reads as a bound (``0/4, below -280``)."""
-    from pipeline.status import elo_text
-
     parts = []
     if PREFIX + "mate_rate" in figures:
         get = lambda key: figures[PREFIX + key]  # noqa: E731

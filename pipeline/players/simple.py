@@ -11,8 +11,8 @@ import chess
 
 from models.net import AlphaZeroNet
 from models.net_evaluator import NetEvaluator
-from models.search import SearchConfig
 from models.search_backend import SearchTree, new_tree, run_trees
+from models.search_config import SearchConfig
 from pipeline.players.base import Limits, PlayerError
 
 log = logging.getLogger(__name__)

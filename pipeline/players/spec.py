@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from models.net import pick_device
-from models.search import SearchConfig
+from models.search_config import SearchConfig
 from pipeline.players.base import Player, PlayerError
 from pipeline.players.simple import NetPlayer, RandomPlayer
 from pipeline.players.stockfish import StockfishPlayer, StockfishSettings

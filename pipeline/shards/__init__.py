@@ -89,9 +89,6 @@ from pipeline.shards.quarantine import (
     quarantine_shard,
 )
 
-# private helpers that tests reach for
-from pipeline.shards.validation import _check_positions, _fast_rows  # noqa: E402,F401
-
 __all__ = [
     "HISTORY_BYTES",
     "PROB_SUM_TOLERANCE",

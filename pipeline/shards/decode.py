@@ -13,8 +13,7 @@ import pyarrow.compute as pc
 
 from models.encoding import HISTORY_STEPS, META_SIZE, ROW_WIDTH, encode_snapshots
 from models.policy import PolicyError, get_policy_map
-from pipeline.shards.schema import ShardTableError, _LE_U64, _first
-
+from pipeline.shards.schema import LE_U64, ShardTableError, first_true
 
 # ---------------------------------------------------------------------------
 # Column access (numpy views of the Arrow buffers)
@@ -36,7 +35,7 @@ def _fixed_binary_numpy(table: pa.Table, column: str, dtype: np.dtype[Any]) -> n
 
 def decode_history(table: pa.Table) -> npt.NDArray[np.uint64]:
     """The snapshot rows of every position: (B, 8, 14) uint64 (a read-only buffer view)."""
-    flat = _fixed_binary_numpy(table, "history", _LE_U64)
+    flat = _fixed_binary_numpy(table, "history", LE_U64)
     return flat.reshape(table.num_rows, HISTORY_STEPS, ROW_WIDTH)
 
 
@@ -46,7 +45,7 @@ def decode_meta(table: pa.Table) -> npt.NDArray[np.uint8]:
     return flat.reshape(table.num_rows, META_SIZE)
 
 
-def _list_numpy(table: pa.Table, column: str) -> tuple[npt.NDArray[np.int64], np.ndarray]:
+def list_numpy(table: pa.Table, column: str) -> tuple[npt.NDArray[np.int64], np.ndarray]:
     """(offsets (B + 1,) starting at 0, flat values) of a list column."""
     array = table.column(column).combine_chunks()
     if len(array) == 0:
@@ -60,12 +59,12 @@ def _list_numpy(table: pa.Table, column: str) -> tuple[npt.NDArray[np.int64], np
     return offsets - start, values.to_numpy(zero_copy_only=False)
 
 
-def _row_ids(offsets: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+def list_row_ids(offsets: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """Row number of every flat list value."""
     return np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
 
 
-def _categories(table: pa.Table, column: str) -> tuple[list[str], npt.NDArray[np.int32]]:
+def string_categories(table: pa.Table, column: str) -> tuple[list[str], npt.NDArray[np.int32]]:
     """(distinct values, per-row code) of a string column via dictionary encoding."""
     encoded = table.column(column).combine_chunks().dictionary_encode()
     return encoded.dictionary.to_pylist(), encoded.indices.to_numpy(zero_copy_only=False)
@@ -81,7 +80,7 @@ def decode_planes(table: pa.Table) -> npt.NDArray[np.uint8]:
     return encode_snapshots(decode_history(table), decode_meta(table))
 
 
-def _policy_size(encodings: list[str], codes: np.ndarray | None = None) -> dict[str, int]:
+def policy_sizes(encodings: list[str], codes: np.ndarray | None = None) -> dict[str, int]:
     """Policy size of each encoding name; ShardTableError for an unknown name.
 
     ``codes`` (per-row positions in ``encodings``) locates the offending row.
@@ -91,7 +90,7 @@ def _policy_size(encodings: list[str], codes: np.ndarray | None = None) -> dict[
         try:
             sizes[name] = get_policy_map(name).size
         except PolicyError:
-            row = _first(codes == position) if codes is not None else None
+            row = first_true(codes == position) if codes is not None else None
             raise ShardTableError("policy_encoding", "unknown policy encoding", row=row,
                                   value=name) from None
     return sizes
@@ -99,18 +98,18 @@ def _policy_size(encodings: list[str], codes: np.ndarray | None = None) -> dict[
 
 def decode_policy(table: pa.Table, size: int) -> npt.NDArray[np.float32]:
     """Dense pi: (B, size) float32; every row's encoding must have ``size`` entries."""
-    names, codes = _categories(table, "policy_encoding")
-    for name, name_size in _policy_size(names, codes).items():
+    names, codes = string_categories(table, "policy_encoding")
+    for name, name_size in policy_sizes(names, codes).items():
         if name_size != size:
             row = int(np.flatnonzero(codes == names.index(name))[0])
             raise ShardTableError("policy_encoding", f"has {name_size} entries, "
                                                      f"cannot decode at size {size}",
                                   row=row, value=name)
-    offsets, index = _list_numpy(table, "policy_index")
-    _, prob = _list_numpy(table, "policy_prob")
+    offsets, index = list_numpy(table, "policy_index")
+    _, prob = list_numpy(table, "policy_prob")
     if len(index) != len(prob):
         raise ShardTableError("policy_prob", "list lengths differ from policy_index")
-    rows = _row_ids(offsets)
+    rows = list_row_ids(offsets)
     dense = np.zeros((table.num_rows, size), dtype=np.float32)
     np.add.at(dense, (rows, index.astype(np.intp)), prob)
     return dense
@@ -125,12 +124,12 @@ def decode_targets(
     None (a table mixing encodings, or an empty one without ``encoding``, raises).
     """
     if encoding is None:
-        names, _ = _categories(table, "policy_encoding")
+        names, _ = string_categories(table, "policy_encoding")
         if len(names) != 1:
             raise ShardTableError("policy_encoding", "need exactly one encoding to infer "
                                                      "the policy size", value=names)
         encoding = names[0]
-    size = _policy_size([encoding])[encoding]
+    size = policy_sizes([encoding])[encoding]
     z = table.column("z").to_numpy().astype(np.float32)
     return decode_policy(table, size), z
 

@@ -12,12 +12,12 @@ import pyarrow.fs as pafs
 
 from pipeline.atomic import fsync_directory
 from pipeline.shards.schema import QUARANTINE_DIR, REASON_SUFFIX, ShardError
-from pipeline.shards.store import _Location, _list_names, _read_validated, _resolve
+from pipeline.shards.store import Location, list_shard_names, read_validated, resolve_location
 
 log = logging.getLogger("pipeline.shards")
 
 
-def _quarantine(directory: _Location, name: str, reason: str) -> str:
+def _quarantine(directory: Location, name: str, reason: str) -> str:
     """Moves a bad shard to ``quarantine/<name>`` with a ``<name>.reason.txt``; returns it."""
     folder = directory.child(QUARANTINE_DIR)
     source, target = directory.child(name), folder.child(name)
@@ -44,16 +44,16 @@ def quarantine_shard(
     """Move the shard at ``path`` (local or a filesystem URI) to ``quarantine/``
     beside it, with a ``<name>.reason.txt`` holding ``reason``; returns where it went."""
     directory, _, name = os.fspath(path).rstrip("/").rpartition("/")
-    return _quarantine(_resolve(directory or ".", filesystem), name, reason)
+    return _quarantine(resolve_location(directory or ".", filesystem), name, reason)
 
 
 def _load_one(
-    directory: _Location, name: str, check_legality: bool, quarantine: bool
+    directory: Location, name: str, check_legality: bool, quarantine: bool
 ) -> tuple[pa.Table | None, str | None]:
     """(table, None) for a valid shard, (None, reason) otherwise; never raises."""
     source = directory.child(name)
     try:
-        return _read_validated(source, check_legality), None
+        return read_validated(source, check_legality), None
     except ShardError as err:
         reason = err.reason
     except OSError as exc:  # I/O problem, not the content: skip but do not quarantine
@@ -66,7 +66,7 @@ def _load_one(
     return None, reason
 
 
-def _report_bad(directory: _Location, name: str, reason: str, quarantine: bool) -> None:
+def _report_bad(directory: Location, name: str, reason: str, quarantine: bool) -> None:
     """Logs a bad shard and moves it to quarantine if asked (errors are logged, not raised)."""
     shown = directory.child(name).shown
     if not quarantine:
@@ -96,10 +96,10 @@ def load_shards(
     is skipped and reported but left in place. A missing directory raises
     FileNotFoundError.
     """
-    location = _resolve(directory, filesystem)
+    location = resolve_location(directory, filesystem)
     tables: list[pa.Table] = []
     bad: list[tuple[str, str]] = []
-    for name in _list_names(location):
+    for name in list_shard_names(location):
         table, reason = _load_one(location, name, check_legality, quarantine)
         if table is not None:
             tables.append(table)

@@ -13,9 +13,15 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from models.encoding import HISTORY_STEPS, META_SIZE, ROW_WIDTH
-from pipeline.shards.decode import _list_numpy, decode_history, decode_meta
-from pipeline.shards.schema import SHARD_SCHEMA, ShardTableError, _INDEX_LIST, _LE_U64, _PROB_LIST, _first
-
+from pipeline.shards.decode import decode_history, decode_meta, list_numpy
+from pipeline.shards.schema import (
+    INDEX_LIST,
+    LE_U64,
+    PROB_LIST,
+    SHARD_SCHEMA,
+    ShardTableError,
+    first_true,
+)
 
 # ---------------------------------------------------------------------------
 # Records and table construction
@@ -84,7 +90,7 @@ def _policy_lists(
                               value=(len(indices), len(probs)))
     lengths = np.array([len(row) for row in indices], dtype=np.int64)
     prob_lengths = np.array([len(row) for row in probs], dtype=np.int64)
-    row = _first(lengths != prob_lengths)
+    row = first_true(lengths != prob_lengths)
     if row is not None:
         raise ShardTableError("policy_prob", f"{prob_lengths[row]} probabilities for "
                                              f"{lengths[row]} indices", row=row)
@@ -104,9 +110,9 @@ def _policy_lists(
     offsets_array = pa.array(offsets, type=pa.int32())
     return (
         pa.ListArray.from_arrays(offsets_array, pa.array(flat_index.astype(np.uint16)),
-                                 type=_INDEX_LIST),
+                                 type=INDEX_LIST),
         pa.ListArray.from_arrays(offsets_array, pa.array(flat_prob, type=pa.float32()),
-                                 type=_PROB_LIST),
+                                 type=PROB_LIST),
     )
 
 
@@ -138,7 +144,7 @@ def table_from_columns(
         pa.array(game_id, type=pa.string()),
         _int_column(ply, np.int32, "ply"),
         pa.array(fen, type=pa.string()),
-        _fixed_binary(history, (HISTORY_STEPS, ROW_WIDTH), _LE_U64, "history"),
+        _fixed_binary(history, (HISTORY_STEPS, ROW_WIDTH), LE_U64, "history"),
         _fixed_binary(meta, (META_SIZE,), np.dtype(np.uint8), "meta"),
         pa.array(policy_encoding, type=pa.string()),
         index_list,
@@ -197,8 +203,8 @@ def table_to_records(table: pa.Table) -> list[PositionRecord]:
     """Converts a shard table back to records (per-row Python: for inspection and tests)."""
     history = decode_history(table)
     meta = decode_meta(table)
-    index_offsets, index_values = _list_numpy(table, "policy_index")
-    _, prob_values = _list_numpy(table, "policy_prob")
+    index_offsets, index_values = list_numpy(table, "policy_index")
+    _, prob_values = list_numpy(table, "policy_prob")
     columns = {name: table.column(name).to_pylist() for name in SHARD_SCHEMA.names
                if name not in ("history", "meta", "policy_index", "policy_prob")}
     records = []

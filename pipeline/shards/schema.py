@@ -4,14 +4,12 @@ Part of :mod:`pipeline.shards` (import from there)."""
 
 from __future__ import annotations
 
-import re
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 import pyarrow as pa
 
 from models.encoding import HISTORY_STEPS, META_SIZE, ROW_WIDTH
-
 
 SHARD_VERSION: Final = "1"
 SHARD_VERSION_KEY: Final = "zerochess_shard_version"
@@ -21,15 +19,15 @@ REASON_SUFFIX: Final = ".reason.txt"
 HISTORY_BYTES: Final = HISTORY_STEPS * ROW_WIDTH * 8  # 896
 PROB_SUM_TOLERANCE: Final = 1e-4
 RESULTS: Final[tuple[str, ...]] = ("1-0", "0-1", "1/2-1/2")
-_WHITE_SCORE: Final[dict[str, int]] = {"1-0": 1, "0-1": -1, "1/2-1/2": 0}
+WHITE_SCORE: Final[dict[str, int]] = {"1-0": 1, "0-1": -1, "1/2-1/2": 0}
+"""The game result of each of :data:`RESULTS` from White's point of view."""
 ROW_GROUP_ROWS: Final = 16_384
 """Rows per Parquet row group (~18 MB in memory, ~1.5 MB zstd-compressed)."""
 ZSTD_LEVEL: Final = 3
 SHARD_FILE_MODE: Final = 0o644
 
-_BATCH_ID: Final = re.compile(r"[A-Za-z0-9_.-]{1,200}")
-_LE_U64: Final = np.dtype("<u8")
-_ROW_STRIDE: Final = 1 << 16  # > any uint16 policy index: row * stride + index is unique
+LE_U64: Final = np.dtype("<u8")
+"""Little-endian uint64: the byte order of the ``history`` column."""
 
 
 def _field(name: str, type_: pa.DataType) -> pa.Field:
@@ -42,8 +40,10 @@ def _list_type(value_type: pa.DataType) -> pa.ListType:
     return pa.list_(pa.field("element", value_type, nullable=False))
 
 
-_INDEX_LIST: Final = _list_type(pa.uint16())
-_PROB_LIST: Final = _list_type(pa.float32())
+INDEX_LIST: Final = _list_type(pa.uint16())
+"""Arrow type of the ``policy_index`` column."""
+PROB_LIST: Final = _list_type(pa.float32())
+"""Arrow type of the ``policy_prob`` column."""
 
 
 SHARD_SCHEMA: Final = pa.schema(
@@ -54,8 +54,8 @@ SHARD_SCHEMA: Final = pa.schema(
         _field("history", pa.binary(HISTORY_BYTES)),
         _field("meta", pa.binary(META_SIZE)),
         _field("policy_encoding", pa.string()),
-        _field("policy_index", _INDEX_LIST),
-        _field("policy_prob", _PROB_LIST),
+        _field("policy_index", INDEX_LIST),
+        _field("policy_prob", PROB_LIST),
         _field("z", pa.int8()),
         _field("root_q", pa.float32()),
         _field("root_visits", pa.int32()),
@@ -68,26 +68,27 @@ SHARD_SCHEMA: Final = pa.schema(
 )
 """Arrow schema of a shard; all columns are required (not null)."""
 
-_WRITE_OPTIONS: Final[dict[str, Any]] = {
-    "compression": "zstd",
-    "compression_level": ZSTD_LEVEL,
-    "write_page_checksum": True,
-    "row_group_size": ROW_GROUP_ROWS,
-    "use_dictionary": ["game_id", "policy_encoding", "result", "termination"],
-    # Min/max statistics only where they are small and useful. For the 896-byte
-    # history values they would put ~1.8 KB of min/max into every page header
-    # (outside the page CRC) and into the footer of every row group.
-    "write_statistics": ["game_id", "ply", "z", "root_visits", "full_search", "generation"],
-}
-
 
 # ---------------------------------------------------------------------------
 # Errors
 # ---------------------------------------------------------------------------
 
 
-class ShardTableError(ValueError):
+class _ShardProblem(ValueError):
+    """What the shard errors carry: ``.reason`` says why, ``.column`` and
+    ``.row`` name the cell when the problem is in one."""
+
+    def __init__(self, message: str, reason: str, column: str | None, row: int | None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.column = column
+        self.row = row
+
+
+class ShardTableError(_ShardProblem):
     """The content of a shard table is invalid: names the column, row and value."""
+
+    column: str
 
     def __init__(
         self,
@@ -101,14 +102,11 @@ class ShardTableError(ValueError):
         where = f"column {column!r}" + (f" row {row}" if row is not None else "")
         where += f" ({context})" if context else ""
         shown = f"; value {_short(value)}" if value is not None else ""
-        super().__init__(f"{where}: {reason}{shown}")
-        self.column = column
-        self.row = row
+        super().__init__(f"{where}: {reason}{shown}", reason, column, row)
         self.value = value
-        self.reason = reason
 
 
-class ShardError(ValueError):
+class ShardError(_ShardProblem):
     """A shard file is unreadable or invalid; ``.path`` names it, ``.reason`` says why.
 
     ``.column`` and ``.row`` are set when the problem is in one cell.
@@ -117,11 +115,8 @@ class ShardError(ValueError):
     def __init__(
         self, path: str, reason: str, *, column: str | None = None, row: int | None = None
     ) -> None:
-        super().__init__(f"shard {path}: {reason}")
+        super().__init__(f"shard {path}: {reason}", reason, column, row)
         self.path = path
-        self.reason = reason
-        self.column = column
-        self.row = row
 
 
 class ShardNameError(ValueError):
@@ -201,7 +196,7 @@ def _check_version(schema: pa.Schema) -> None:
                               value=version.decode(errors="replace"))
 
 
-def _first(mask: np.ndarray) -> int | None:
+def first_true(mask: np.ndarray) -> int | None:
     """Index of the first True in ``mask``, or None."""
     hits = np.flatnonzero(mask)
     return int(hits[0]) if hits.size else None

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import secrets
 import time
 from contextlib import suppress
 from dataclasses import dataclass
+from typing import Any, Final
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -17,19 +19,33 @@ import pyarrow.parquet as pq
 
 from pipeline.atomic import atomic_write
 from pipeline.shards.schema import (
+    ROW_GROUP_ROWS,
     SHARD_FILE_MODE,
     SHARD_SCHEMA,
     SHARD_SUFFIX,
+    ZSTD_LEVEL,
     ShardError,
     ShardNameError,
     ShardTableError,
-    _BATCH_ID,
-    _WRITE_OPTIONS,
     check_schema,
 )
 from pipeline.shards.validation import validate_table
 
 log = logging.getLogger("pipeline.shards")
+
+_BATCH_ID: Final = re.compile(r"[A-Za-z0-9_.-]{1,200}")
+
+_WRITE_OPTIONS: Final[dict[str, Any]] = {
+    "compression": "zstd",
+    "compression_level": ZSTD_LEVEL,
+    "write_page_checksum": True,
+    "row_group_size": ROW_GROUP_ROWS,
+    "use_dictionary": ["game_id", "policy_encoding", "result", "termination"],
+    # Min/max statistics only where they are small and useful. For the 896-byte
+    # history values they would put ~1.8 KB of min/max into every page header
+    # (outside the page CRC) and into the footer of every row group.
+    "write_statistics": ["game_id", "ply", "z", "root_visits", "full_search", "generation"],
+}
 
 
 # ---------------------------------------------------------------------------
@@ -38,7 +54,7 @@ log = logging.getLogger("pipeline.shards")
 
 
 @dataclass(frozen=True)
-class _Location:
+class Location:
     """A resolved directory or file: pyarrow filesystem, path in it, how to show it."""
 
     fs: pafs.FileSystem
@@ -46,12 +62,12 @@ class _Location:
     local: bool  # plain local path: use os-level atomic operations
     shown: str  # the caller's spelling (URI or path), used in messages and results
 
-    def child(self, name: str) -> _Location:
+    def child(self, name: str) -> Location:
         """The entry ``name`` inside this directory."""
         path = os.path.join(self.path, name) if self.local else _join_key(self.path, name)
         plain_local = self.local and "://" not in self.shown
         shown = os.path.join(self.shown, name) if plain_local else _join_key(self.shown, name)
-        return _Location(self.fs, path, self.local, shown)
+        return Location(self.fs, path, self.local, shown)
 
 
 def _join_key(prefix: str, name: str) -> str:
@@ -59,15 +75,15 @@ def _join_key(prefix: str, name: str) -> str:
     return f"{prefix.rstrip('/')}/{name}" if prefix else name
 
 
-def _resolve(location: str | os.PathLike[str], filesystem: pafs.FileSystem | None) -> _Location:
+def resolve_location(location: str | os.PathLike[str], filesystem: pafs.FileSystem | None) -> Location:
     """Resolves a local path, a filesystem URI, or a path inside ``filesystem``."""
     text = os.fspath(location)
     if filesystem is not None:
-        return _Location(filesystem, text, isinstance(filesystem, pafs.LocalFileSystem), text)
+        return Location(filesystem, text, isinstance(filesystem, pafs.LocalFileSystem), text)
     if "://" in text:
         fs, path = pafs.FileSystem.from_uri(text)
-        return _Location(fs, path, isinstance(fs, pafs.LocalFileSystem), text)
-    return _Location(pafs.LocalFileSystem(), text, True, text)
+        return Location(fs, path, isinstance(fs, pafs.LocalFileSystem), text)
+    return Location(pafs.LocalFileSystem(), text, True, text)
 
 
 def shard_name(batch_id: str) -> str:
@@ -92,13 +108,13 @@ def _is_shard_name(name: str) -> bool:
 # ---------------------------------------------------------------------------
 
 
-def _write_local(table: pa.Table, target: _Location) -> None:
+def _write_local(table: pa.Table, target: Location) -> None:
     """Temp file in the target's folder, fsync, os.replace, directory fsync."""
     with atomic_write(target.path, SHARD_FILE_MODE) as handle:
         pq.write_table(table, handle, **_WRITE_OPTIONS)
 
 
-def _write_remote(table: pa.Table, target: _Location) -> None:
+def _write_remote(table: pa.Table, target: Location) -> None:
     """Temp key in the target's prefix, then ``fs.move`` into place."""
     directory, _, name = target.path.rpartition("/")
     if directory:
@@ -137,7 +153,7 @@ def write_shard(
     table = table.replace_schema_metadata(SHARD_SCHEMA.metadata)
     if validate:
         validate_table(table, check_legality=False)
-    target = _resolve(directory, filesystem).child(name)
+    target = resolve_location(directory, filesystem).child(name)
     started = time.perf_counter()
     (_write_local if target.local else _write_remote)(table, target)
     log.info("wrote shard %s: %d rows in %.3f s", target.shown, table.num_rows,
@@ -150,7 +166,7 @@ def write_shard(
 # ---------------------------------------------------------------------------
 
 
-def _fetch(source: _Location) -> pa.Buffer:
+def _fetch(source: Location) -> pa.Buffer:
     """The whole file's bytes. I/O errors (OSError, FileNotFoundError) propagate as is.
 
     Reading the bytes first separates I/O failures (maybe transient: never
@@ -179,7 +195,7 @@ def _parse(data: pa.Buffer, shown: str) -> pa.Table:
     return table.replace_schema_metadata(SHARD_SCHEMA.metadata)
 
 
-def _read_validated(source: _Location, check_legality: bool) -> pa.Table:
+def read_validated(source: Location, check_legality: bool) -> pa.Table:
     """Fetches, parses and validates one shard; ShardError on bad content."""
     table = _parse(_fetch(source), source.shown)
     try:
@@ -201,10 +217,10 @@ def read_shard(
     truncated, empty, corrupt (page checksums are verified), wrongly shaped or
     invalid shard; I/O errors such as FileNotFoundError propagate unchanged.
     """
-    return _read_validated(_resolve(path, filesystem), check_legality)
+    return read_validated(resolve_location(path, filesystem), check_legality)
 
 
-def _list_names(directory: _Location) -> list[str]:
+def list_shard_names(directory: Location) -> list[str]:
     """Sorted shard file names directly inside ``directory`` (FileNotFoundError if missing)."""
     if directory.local:
         with os.scandir(directory.path) as entries:
@@ -225,8 +241,8 @@ def list_shards(
     Temp files, other files and the quarantine folder are ignored; a missing
     directory raises FileNotFoundError. Paths are spelled like ``directory``.
     """
-    location = _resolve(directory, filesystem)
-    return [location.child(name).shown for name in _list_names(location)]
+    location = resolve_location(directory, filesystem)
+    return [location.child(name).shown for name in list_shard_names(location)]
 
 
 STALE_TEMP_S = 3600.0
@@ -253,7 +269,7 @@ def remove_stale_temps(
     ones may belong to a writer still running and are kept.  A missing
     directory has nothing to remove.
     """
-    location = _resolve(directory, filesystem)
+    location = resolve_location(directory, filesystem)
     selector = pafs.FileSelector(location.path, recursive=False, allow_not_found=True)
     cutoff = time.time() - older_than_s
     removed = []
@@ -281,7 +297,7 @@ def shard_exists(
     Lets a driver skip tasks whose shard was already written; the file is not
     validated (:func:`load_shards` does that).
     """
-    target = _resolve(directory, filesystem).child(shard_name(batch_id))
+    target = resolve_location(directory, filesystem).child(shard_name(batch_id))
     if target.local:
         return os.path.isfile(target.path)
     return bool(target.fs.get_file_info(target.path).type == pafs.FileType.File)

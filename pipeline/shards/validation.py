@@ -18,25 +18,25 @@ import pyarrow.compute as pc
 from models.encoding import MAX_COUNT, PIECE_PLANES, board_row, meta_values
 from models.policy import get_policy_map
 from pipeline.shards.decode import (
-    _categories,
-    _list_numpy,
-    _policy_size,
-    _row_ids,
     decode_history,
     decode_meta,
+    list_numpy,
+    list_row_ids,
+    policy_sizes,
+    string_categories,
 )
 from pipeline.shards.schema import (
+    LE_U64,
     PROB_SUM_TOLERANCE,
     RESULTS,
     SHARD_SCHEMA,
+    WHITE_SCORE,
     ShardTableError,
-    _LE_U64,
-    _ROW_STRIDE,
-    _WHITE_SCORE,
-    _first,
     check_schema,
+    first_true,
 )
 
+_ROW_STRIDE: Final = 1 << 16  # > any uint16 policy index: row * stride + index is unique
 
 # ---------------------------------------------------------------------------
 # Row validation
@@ -48,27 +48,27 @@ def _check_nulls(table: pa.Table) -> None:
     for name in SHARD_SCHEMA.names:
         column = table.column(name)
         if column.null_count:
-            row = _first(pc.is_null(column).to_numpy(zero_copy_only=False))
+            row = first_true(pc.is_null(column).to_numpy(zero_copy_only=False))
             raise ShardTableError(name, "null value in a required column", row=row)
 
 
 def _check_policy(table: pa.Table) -> tuple[npt.NDArray[np.int64], np.ndarray, np.ndarray]:
     """Checks pi's structure and values; returns (row ids, flat indices, flat probs)."""
-    index_offsets, index = _list_numpy(table, "policy_index")
-    prob_offsets, prob = _list_numpy(table, "policy_prob")
-    row = _first(np.diff(index_offsets) != np.diff(prob_offsets))
+    index_offsets, index = list_numpy(table, "policy_index")
+    prob_offsets, prob = list_numpy(table, "policy_prob")
+    row = first_true(np.diff(index_offsets) != np.diff(prob_offsets))
     if row is not None:
         raise ShardTableError("policy_prob", "list length differs from policy_index", row=row,
                               value=(int(np.diff(prob_offsets)[row]),
                                      int(np.diff(index_offsets)[row])))
-    rows = _row_ids(index_offsets)
+    rows = list_row_ids(index_offsets)
     for bad, reason in ((~np.isfinite(prob), "probability is not finite"),
                         (prob < 0, "probability is negative")):
-        k = _first(bad)
+        k = first_true(bad)
         if k is not None:
             raise ShardTableError("policy_prob", reason, row=int(rows[k]), value=float(prob[k]))
     sums = np.bincount(rows, weights=prob.astype(np.float64), minlength=table.num_rows)
-    row = _first(np.abs(sums - 1.0) > PROB_SUM_TOLERANCE)
+    row = first_true(np.abs(sums - 1.0) > PROB_SUM_TOLERANCE)
     if row is not None:
         raise ShardTableError("policy_prob", f"probabilities sum to {sums[row]:.6g}, "
                                              f"not 1 (tolerance {PROB_SUM_TOLERANCE})", row=row,
@@ -79,17 +79,17 @@ def _check_policy(table: pa.Table) -> tuple[npt.NDArray[np.int64], np.ndarray, n
 
 def _check_policy_indices(table: pa.Table, rows: np.ndarray, index: np.ndarray) -> None:
     """Indices are in range for the row's encoding and unique within the row."""
-    names, codes = _categories(table, "policy_encoding")
-    sizes = _policy_size(names, codes)
+    names, codes = string_categories(table, "policy_encoding")
+    sizes = policy_sizes(names, codes)
     row_size = np.array([sizes[name] for name in names], dtype=np.int64)[codes]
-    k = _first(index.astype(np.int64) >= row_size[rows])
+    k = first_true(index.astype(np.int64) >= row_size[rows])
     if k is not None:
         row = int(rows[k])
         raise ShardTableError("policy_index", f"out of range for {names[codes[row]]} "
                                               f"(size {row_size[row]})", row=row,
                               value=int(index[k]))
     keys = np.sort(rows * _ROW_STRIDE + index)
-    k = _first(np.diff(keys) == 0)
+    k = first_true(np.diff(keys) == 0)
     if k is not None:
         raise ShardTableError("policy_index", "duplicated index in one row",
                               row=int(keys[k] // _ROW_STRIDE), value=int(keys[k] % _ROW_STRIDE))
@@ -107,13 +107,13 @@ def _check_scalars(table: pa.Table) -> None:
     root_q = table.column("root_q").to_numpy()
     checks.append(("root_q", root_q, ~np.isfinite(root_q), "must be finite"))
     for name, values, bad, reason in checks:
-        row = _first(bad)
+        row = first_true(bad)
         if row is not None:
             raise ShardTableError(name, reason, row=row, value=values[row].item())
-    names, codes = _categories(table, "result")
+    names, codes = string_categories(table, "result")
     for position, name in enumerate(names):
-        if name not in _WHITE_SCORE:
-            row = _first(codes == position)
+        if name not in WHITE_SCORE:
+            row = first_true(codes == position)
             raise ShardTableError("result", f"must be one of {', '.join(RESULTS)}", row=row,
                                   value=name)
 
@@ -232,7 +232,7 @@ def _placement_words(placements: list[str]) -> tuple[np.ndarray, np.ndarray]:
     ok: np.ndarray = np.asarray((slots >= 0).all(axis=1))
     masks = slots[:, None, :] == np.arange(PIECE_PLANES, dtype=np.int8)[None, :, None]
     packed = np.packbits(masks, axis=2, bitorder="little")  # (n, 12, 8) bytes, a1 first
-    return packed.view(_LE_U64).reshape(len(placements), PIECE_PLANES).astype(np.uint64), ok
+    return packed.view(LE_U64).reshape(len(placements), PIECE_PLANES).astype(np.uint64), ok
 
 
 def _undo_ep_marker(
@@ -324,7 +324,7 @@ def _checked_board(fen: str, row: int, history: Words, meta: list[int]) -> chess
     return board
 
 
-def _fast_rows(
+def fast_rows(
     fens: list[str], history: np.ndarray, meta: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, list[_FenFields | None]]:
     """(accepted (B,) bool, real bitboards (B, 12), per-row FEN fields) of the fast path."""
@@ -343,20 +343,20 @@ def _fast_rows(
     return accepted, words, parsed
 
 
-def _check_positions(table: pa.Table, need_boards: bool) -> list[chess.Board | None]:
+def check_positions(table: pa.Table, need_boards: bool) -> list[chess.Board | None]:
     """FENs parse to valid positions; meta and the step-0 history bitboards match them.
 
     Returns a board per row when ``need_boards`` (for the legality check), else
     only the rows the fast path could not settle have one.
     """
     meta = decode_meta(table)
-    row = _first(np.asarray((meta[:, _META_FLAGS] > 1).any(axis=1)))
+    row = first_true(np.asarray((meta[:, _META_FLAGS] > 1).any(axis=1)))
     if row is not None:
         raise ShardTableError("meta", "turn and castling entries must be 0 or 1", row=row,
                               value=meta[row].tolist())
     fens = table.column("fen").to_pylist()
     history = decode_history(table)[:, 0, :PIECE_PLANES]
-    accepted, words, parsed = _fast_rows(fens, history, meta)
+    accepted, words, parsed = fast_rows(fens, history, meta)
     boards: list[chess.Board | None] = [None] * len(fens)
     for row in np.flatnonzero(~accepted).tolist():
         boards[row] = _checked_board(fens[row], row, history[row].tolist(), meta[row].tolist())
@@ -369,12 +369,12 @@ def _check_positions(table: pa.Table, need_boards: bool) -> list[chess.Board | N
 
 def _check_z_matches_result(table: pa.Table) -> None:
     """z is the result seen from the side to move (meta[0] = black to move)."""
-    names, codes = _categories(table, "result")
-    white_score = np.array([_WHITE_SCORE[name] for name in names], dtype=np.int64)[codes]
+    names, codes = string_categories(table, "result")
+    white_score = np.array([WHITE_SCORE[name] for name in names], dtype=np.int64)[codes]
     black_to_move = decode_meta(table)[:, 0].astype(np.int64)
     expected = white_score * (1 - 2 * black_to_move)
     z = table.column("z").to_numpy().astype(np.int64)
-    row = _first(z != expected)
+    row = first_true(z != expected)
     if row is not None:
         raise ShardTableError("z", f"does not match result {names[codes[row]]!r} for the side "
                                    f"to move (expected {int(expected[row])})", row=row,
@@ -390,7 +390,7 @@ def _check_legality(
     One legal-move generation per distinct position (cached on the FEN's
     first four fields), then one vectorised ``np.isin`` over all rows.
     """
-    names, codes = _categories(table, "policy_encoding")
+    names, codes = string_categories(table, "policy_encoding")
     maps = [get_policy_map(name) for name in names]
     fens = table.column("fen").to_pylist()
     cache: dict[tuple[int, str], np.ndarray] = {}
@@ -407,7 +407,7 @@ def _check_legality(
     allowed = np.concatenate(legal_keys) if legal_keys else np.zeros(0, dtype=np.int64)
     with_mass = prob > 0
     support = rows[with_mass] * _ROW_STRIDE + index[with_mass]
-    k = _first(~np.isin(support, allowed))
+    k = first_true(~np.isin(support, allowed))
     if k is not None:
         row = int(support[k] // _ROW_STRIDE)
         raise ShardTableError("policy_index", f"mass {float(prob[with_mass][k]):.4g} on an "
@@ -440,7 +440,7 @@ def validate_table(table: pa.Table, *, check_legality: bool = True) -> None:
         _check_nulls(table)
         rows, index, prob = _check_policy(table)
         _check_scalars(table)
-        boards = _check_positions(table, need_boards=check_legality)
+        boards = check_positions(table, need_boards=check_legality)
         _check_z_matches_result(table)
         if check_legality:
             _check_legality(table, boards, rows, index, prob)

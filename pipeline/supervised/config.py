@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.config_errors import ConfigError
+from pipeline.config_errors import check_at_least, require
 
 __all__ = ["SupervisedConfig"]
 
@@ -82,23 +82,13 @@ class SupervisedConfig:
     eval_batch_size: int = 256
 
     def __post_init__(self) -> None:
-        for name in ("positions_per_shard", "max_game_bytes", "workers", "label_depth",
-                     "label_multipv", "stockfish_threads", "stockfish_hash_mb",
-                     "eval_batch_size"):  # fmt: skip
-            _require(name, getattr(self, name), getattr(self, name) >= 1, ">= 1")
-        for name in ("min_elo", "min_time_control_s", "min_plies", "cpus_per_worker",
-                     "max_retries", "label_nodes", "label_seed", "label_random_max_plies",
-                     "heldout_max_positions"):  # fmt: skip
-            _require(name, getattr(self, name), getattr(self, name) >= 0, ">= 0")
-        _require("label_smoothing", self.label_smoothing, 0.0 <= self.label_smoothing < 1.0,
-                 "in [0, 1)")
-        _require("heldout_fraction", self.heldout_fraction, 0.0 <= self.heldout_fraction < 1.0,
-                 "in [0, 1)")
-        _require("label_temperature_cp", self.label_temperature_cp,
-                 self.label_temperature_cp > 0, "> 0")
-
-
-def _require(name: str, value: object, ok: bool, what: str) -> None:
-    """Raises ConfigError naming ``supervised.<name>`` unless ``ok``."""
-    if not ok:
-        raise ConfigError(f"supervised.{name} must be {what}, got {value!r}")
+        check_at_least("supervised", self, ("positions_per_shard", "max_game_bytes", "workers", "label_depth",
+                                            "label_multipv", "stockfish_threads", "stockfish_hash_mb",
+                                            "eval_batch_size"), 1)  # fmt: skip
+        check_at_least("supervised", self, ("min_elo", "min_time_control_s", "min_plies", "cpus_per_worker",
+                                            "max_retries", "label_nodes", "label_seed", "label_random_max_plies",
+                                            "heldout_max_positions"), 0)  # fmt: skip
+        require("supervised.label_smoothing", self.label_smoothing, 0.0 <= self.label_smoothing < 1.0, "in [0, 1)")
+        require("supervised.heldout_fraction", self.heldout_fraction, 0.0 <= self.heldout_fraction < 1.0,
+                "in [0, 1)")  # fmt: skip
+        require("supervised.label_temperature_cp", self.label_temperature_cp, self.label_temperature_cp > 0, "> 0")

@@ -33,11 +33,9 @@ throughput.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
-import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -45,14 +43,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, Final
 
-import chess
-import numpy as np
-import numpy.typing as npt
-
-from models.encoding import PlaneHistory, board_meta
-from models.policy import PolicyMap, get_policy_map
+from models.policy import get_policy_map
 from pipeline.atomic import atomic_write
-from pipeline.shards import list_shards, table_from_columns, write_shard
 from pipeline.supervised.config import SupervisedConfig
 from pipeline.supervised.pgn import (
     HeaderFilter,
@@ -63,304 +55,32 @@ from pipeline.supervised.pgn import (
     iter_games,
     open_pgn,
 )
+from pipeline.supervised.rows import ShardBuffer, game_rows
+from pipeline.supervised.splits import (
+    DROPPED_DIR,
+    HELDOUT,
+    MANIFEST,
+    TRAIN,
+    is_heldout,
+    split_dirs,
+    split_key,
+)
 
 __all__ = [
-    "HELDOUT",
-    "MANIFEST",
-    "PGN_SUFFIXES",
-    "TRAIN",
     "ConversionReport",
     "FileReport",
-    "GameRows",
     "PgnFileConverter",
     "Progress",
-    "ShardBuffer",
-    "SupervisedDataError",
     "convert_files",
-    "fast_fen",
     "file_tag",
-    "find_pgn_files",
-    "game_rows",
-    "is_heldout",
-    "prepare_output",
-    "split_dirs",
     "write_manifest",
 ]
 
 log = logging.getLogger(__name__)
 
-TRAIN: Final = "train"
-HELDOUT: Final = "heldout"
-MANIFEST: Final = "pgn2shards.json"
-DROPPED_DIR: Final = "dropped"
-PGN_SUFFIXES: Final = (".pgn", ".pgn.gz", ".pgn.bz2", ".pgn.zst", ".pgn.zstd")
 LOGGED_DROPS_PER_FILE: Final = 20
 PROGRESS_EVERY: Final = 200
 """Games between two progress events of a file."""
-_WHITE_SCORE: Final = {"1-0": 1, "0-1": -1, "1/2-1/2": 0}
-
-
-class SupervisedDataError(ValueError):
-    """Input or output of the supervised phase is unusable; names the path and the value."""
-
-
-# ---------------------------------------------------------------------------
-# Inputs and outputs
-# ---------------------------------------------------------------------------
-
-
-def find_pgn_files(inputs: Sequence[str | os.PathLike[str]]) -> list[Path]:
-    """The PGN files named by ``inputs``: a file as is, a folder searched recursively.
-
-    In a folder, files ending in one of :data:`PGN_SUFFIXES` are taken, sorted
-    by path. Duplicates are removed, the order of ``inputs`` kept.
-
-    Raises:
-        SupervisedDataError: an input does not exist, or no PGN file is found.
-    """
-    found: list[Path] = []
-    for item in inputs:
-        path = Path(item)
-        if path.is_dir():
-            found.extend(sorted(p for p in path.rglob("*")
-                                if p.is_file() and p.name.lower().endswith(PGN_SUFFIXES)))
-        elif path.is_file():
-            found.append(path)
-        else:
-            raise SupervisedDataError(f"--pgn {os.fspath(item)!r}: no such file or folder")
-    unique = list(dict.fromkeys(p.resolve() for p in found))
-    if not unique:
-        raise SupervisedDataError(f"no PGN files ({', '.join(PGN_SUFFIXES)}) in "
-                                  f"{[os.fspath(i) for i in inputs]}")
-    return unique
-
-
-def split_dirs(out: str | os.PathLike[str]) -> dict[str, Path]:
-    """``{"train": OUT/train, "heldout": OUT/heldout}``."""
-    return {TRAIN: Path(out) / TRAIN, HELDOUT: Path(out) / HELDOUT}
-
-
-def prepare_output(out: str | os.PathLike[str], overwrite: bool = False) -> None:
-    """Creates ``OUT/train`` and ``OUT/heldout``; refuses folders that hold shards.
-
-    With ``overwrite`` the shards, drop reports and manifest of an earlier
-    run are removed first (nothing else in ``OUT`` is touched).
-
-    Raises:
-        SupervisedDataError: a split folder already holds shards and
-            ``overwrite`` is False.
-    """
-    for directory in split_dirs(out).values():
-        if directory.is_dir() and list_shards(directory):
-            if not overwrite:
-                raise SupervisedDataError(
-                    f"{directory} already holds shards: pass --overwrite to replace them, "
-                    "or choose another --out")
-            for shard in list_shards(directory):
-                os.unlink(shard)
-        directory.mkdir(parents=True, exist_ok=True)
-    if overwrite:
-        shutil.rmtree(Path(out) / DROPPED_DIR, ignore_errors=True)
-        (Path(out) / MANIFEST).unlink(missing_ok=True)
-
-
-# ---------------------------------------------------------------------------
-# Rows of one game
-# ---------------------------------------------------------------------------
-
-
-def is_heldout(key: str, fraction: float) -> bool:
-    """Whether the game with split key ``key`` belongs to the held-out split.
-
-    The first 8 bytes of SHA-256(key) as a number in [0, 1) below ``fraction``.
-    """
-    if fraction <= 0.0:
-        return False
-    digest = hashlib.sha256(key.encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2.0**64 < fraction
-
-
-def split_key(start: chess.Board, moves: Sequence[chess.Move]) -> str:
-    """The split key of a game: its start FEN and UCI moves."""
-    return start.fen() + " " + " ".join(move.uci() for move in moves)
-
-
-@dataclass
-class GameRows:
-    """Shard columns of some positions (n rows), e.g. one game's.
-
-    Attributes:
-        game_id: n game ids.
-        ply: (n,) ply of each position in its game.
-        fen: n FENs.
-        history: (n, 8, 14) uint64 PlaneHistory snapshots.
-        meta: (n, 7) uint8.
-        policy_index / policy_prob: n sparse policies.
-        z: (n,) int8 result from the side to move.
-        root_q: (n,) float32 value target (0 for PGN games: no search).
-        result: n results (White's view, as in PGN).
-        termination: n terminations.
-    """
-
-    game_id: list[str]
-    ply: npt.NDArray[np.int64]
-    fen: list[str]
-    history: npt.NDArray[np.uint64]
-    meta: npt.NDArray[np.uint8]
-    policy_index: list[npt.NDArray[np.int64]]
-    policy_prob: list[npt.NDArray[np.float32]]
-    z: npt.NDArray[np.int8]
-    root_q: npt.NDArray[np.float32]
-    result: list[str]
-    termination: list[str]
-
-    def __len__(self) -> int:
-        return len(self.fen)
-
-
-_PIECE_LETTERS: Final = tuple(
-    (chess.piece_symbol(piece_type).upper(), chess.piece_symbol(piece_type))
-    for piece_type in chess.PIECE_TYPES
-)
-
-_EMPTY_RUNS: Final = tuple("1" * n for n in range(8, 1, -1))
-
-
-def fast_fen(board: chess.Board) -> str:
-    """``board.fen()`` for standard chess, from the bitboards (~5x faster).
-
-    python-chess builds the placement with 64 ``piece_at`` calls; here each
-    piece bitboard is scanned once. The en passant square is shown only when
-    a legal en passant capture exists, as ``board.fen()`` does by default.
-    """
-    cells = ["1"] * 64
-    white = board.occupied_co[chess.WHITE]
-    bitboards = (board.pawns, board.knights, board.bishops, board.rooks, board.queens,
-                 board.kings)
-    for (upper, lower), pieces in zip(_PIECE_LETTERS, bitboards, strict=True):
-        for mask, letter in ((pieces & white, upper), (pieces & ~white, lower)):
-            while mask:
-                low = mask & -mask
-                cells[low.bit_length() - 1] = letter
-                mask ^= low
-    placement = "/".join("".join(cells[start : start + 8]) for start in range(56, -8, -8))
-    for run in _EMPTY_RUNS:  # runs of empty squares, longest first
-        placement = placement.replace(run, str(len(run)))
-    rights = board.clean_castling_rights()
-    castling = "".join(letter for square, letter in ((chess.H1, "K"), (chess.A1, "Q"),
-                                                     (chess.H8, "k"), (chess.A8, "q"))
-                       if rights & chess.BB_SQUARES[square]) or "-"
-    ep = board.ep_square
-    en_passant = chess.SQUARE_NAMES[ep] if ep is not None and board.has_legal_en_passant() \
-        else "-"
-    return (f"{placement} {'w' if board.turn else 'b'} {castling} {en_passant} "
-            f"{board.halfmove_clock} {board.fullmove_number}")
-
-
-def _smoothed_policy(board: chess.Board, move: chess.Move, policy_map: PolicyMap,
-                     smoothing: float) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-    """(indices, probabilities) of pi for the move played: one-hot or label-smoothed."""
-    if smoothing <= 0.0:
-        return policy_map.indices(board, [move]), np.ones(1, dtype=np.float32)
-    legal = list(board.legal_moves)
-    index = policy_map.indices(board, legal)
-    prob = np.full(len(legal), smoothing / len(legal), dtype=np.float64)
-    prob[legal.index(move)] += 1.0 - smoothing
-    return index, (prob / prob.sum()).astype(np.float32)
-
-
-def game_rows(game: ParsedGame, game_id: str, policy_map: PolicyMap,
-              smoothing: float = 0.0) -> GameRows:
-    """The rows of an accepted game (one per ply, the position before the move)."""
-    assert game.start is not None
-    board = game.start.copy(stack=False)
-    history = PlaneHistory.from_board(board)
-    result = game.headers["Result"]
-    white_score = _WHITE_SCORE[result]
-    plies = len(game.moves)
-    snapshots = np.empty((plies, *history.snapshot().shape), dtype=np.uint64)
-    metas = np.empty((plies, 7), dtype=np.uint8)
-    fens, indices, probs = [], [], []
-    z = np.empty(plies, dtype=np.int8)
-    for ply, move in enumerate(game.moves):
-        snapshots[ply] = history.snapshot()
-        metas[ply] = board_meta(board)
-        fens.append(fast_fen(board))
-        index, prob = _smoothed_policy(board, move, policy_map, smoothing)
-        indices.append(index)
-        probs.append(prob)
-        z[ply] = white_score if board.turn == chess.WHITE else -white_score
-        board.push(move)
-        history.push(board)
-    termination = game.headers.get("Termination", "").strip() or "pgn"
-    return GameRows(game_id=[game_id] * plies, ply=np.arange(plies, dtype=np.int64), fen=fens,
-                    history=snapshots, meta=metas, policy_index=indices, policy_prob=probs, z=z,
-                    root_q=np.zeros(plies, dtype=np.float32), result=[result] * plies,
-                    termination=[termination] * plies)
-
-
-# ---------------------------------------------------------------------------
-# Shard buffers
-# ---------------------------------------------------------------------------
-
-
-class ShardBuffer:
-    """Rows of one split, written as a shard once ``limit`` rows are buffered.
-
-    Rows are added a :class:`GameRows` at a time (a whole game from PGN), so a
-    game never spans two shards. Shards are
-    named ``<prefix>-<number:05d>`` (``write_shard`` is atomic; the same
-    prefix rewrites the same names).
-    """
-
-    def __init__(self, directory: Path, prefix: str, limit: int, policy_encoding: str) -> None:
-        self.directory = directory
-        self.prefix = prefix
-        self.limit = limit
-        self.policy_encoding = policy_encoding
-        self.games: list[GameRows] = []
-        self.rows = 0
-        self.written: list[str] = []
-        self.positions = 0
-
-    def add(self, rows: GameRows) -> None:
-        """Buffers a game; writes a shard when the buffer is full."""
-        self.games.append(rows)
-        self.rows += len(rows)
-        if self.rows >= self.limit:
-            self.flush()
-
-    def flush(self) -> None:
-        """Writes the buffered rows as the next shard (nothing when empty)."""
-        if not self.rows:
-            return
-        games, count = self.games, self.rows
-        self.games, self.rows = [], 0
-        table = table_from_columns(
-            game_id=[value for g in games for value in g.game_id],
-            ply=np.concatenate([g.ply for g in games]),
-            fen=[fen for g in games for fen in g.fen],
-            history=np.concatenate([g.history for g in games]),
-            meta=np.concatenate([g.meta for g in games]),
-            policy_encoding=[self.policy_encoding] * count,
-            policy_index=[i for g in games for i in g.policy_index],
-            policy_prob=[p for g in games for p in g.policy_prob],
-            z=np.concatenate([g.z for g in games]).astype(np.int64),
-            root_q=np.concatenate([g.root_q for g in games]),
-            root_visits=np.zeros(count, dtype=np.int64),
-            full_search=np.ones(count, dtype=bool),
-            generation=np.zeros(count, dtype=np.int64),
-            result=[value for g in games for value in g.result],
-            termination=[value for g in games for value in g.termination],
-        )
-        name = f"{self.prefix}-{len(self.written):05d}"
-        self.written.append(write_shard(table, self.directory, name))
-        self.positions += count
-
-
-# ---------------------------------------------------------------------------
-# One file
-# ---------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ Value target
     ``termination`` is ``stockfish``, ``root_visits`` 0, ``generation`` 0.
 
 Positions already over (no legal move) and invalid positions are skipped and
-counted. The split is by ``game_id`` (:func:`~pipeline.supervised.convert.is_heldout`):
+counted. The split is by ``game_id`` (:func:`~pipeline.supervised.splits.is_heldout`):
 a FEN line's game id is a hash of its FEN, a random position's is its own,
 and a shard position keeps its shard's game id, so a game's positions stay
 in one split.
@@ -66,14 +66,8 @@ from pipeline.players.base import PlayerError
 from pipeline.players.stockfish import EngineFailure, StockfishPlayer, StockfishSettings
 from pipeline.shards import decode_history, decode_meta, load_shards
 from pipeline.supervised.config import SupervisedConfig
-from pipeline.supervised.convert import (
-    HELDOUT,
-    TRAIN,
-    GameRows,
-    ShardBuffer,
-    is_heldout,
-    split_dirs,
-)
+from pipeline.supervised.rows import GameRows, ShardBuffer
+from pipeline.supervised.splits import HELDOUT, TRAIN, is_heldout, split_dirs
 
 __all__ = [
     "CP_ANGLE",
@@ -436,7 +430,7 @@ def label_positions(
     """Labels ``positions`` with Stockfish into ``OUT/train`` and ``OUT/heldout`` shards.
 
     Shards are named ``<prefix>-<split>-<number>``; ``OUT`` must be prepared
-    (:func:`pipeline.supervised.convert.prepare_output`). ``on_position``
+    (:func:`pipeline.supervised.splits.prepare_output`). ``on_position``
     gets the running report after every position (for a progress bar).
     The report is also written to ``OUT/label.json``.
     """

@@ -51,7 +51,7 @@ from pipeline.atomic import atomic_write
 from pipeline.checkpoint import load_net
 from pipeline.config import Config
 from pipeline.shards import decode_planes, decode_targets, list_shards, load_shards
-from pipeline.supervised.convert import HELDOUT, TRAIN, SupervisedDataError, split_dirs
+from pipeline.supervised.splits import HELDOUT, TRAIN, SupervisedDataError, split_dirs
 
 if TYPE_CHECKING:
     from pipeline.training.trainer import TrainResult

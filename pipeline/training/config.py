@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.config_errors import ConfigError
+from pipeline.config_errors import check_at_least, require
 
 VALUE_TARGETS = ("z", "q", "mix")
 
@@ -111,50 +111,28 @@ class TrainConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name in (
-            "batch_size",
-            "max_steps",
-            "window_positions",
-            "shuffle_buffer",
-            "checkpoint_every",
-            "log_every",
-        ):
-            _require(name, getattr(self, name), getattr(self, name) >= 1, ">= 1")
-        for name in (
-            "lr_step_size",
-            "loader_workers",
-            "devices",
-            "threads",
-            "seed",
-            "l2",
-            "value_weight",
-            "window_growth",
-        ):
-            _require(name, getattr(self, name), getattr(self, name) >= 0, ">= 0")
-        _require("learning_rate", self.learning_rate, self.learning_rate > 0, "> 0")
-        _require("momentum", self.momentum, 0 <= self.momentum < 1, "in [0, 1)")
-        _require("lr_decay", self.lr_decay, 0 < self.lr_decay <= 1, "in (0, 1]")
-        _require(
-            "window_exponent", self.window_exponent, 0 < self.window_exponent <= 1, "in (0, 1]"
-        )
+        check_at_least("train", self, ("batch_size", "max_steps", "window_positions", "shuffle_buffer",
+                                       "checkpoint_every", "log_every"), 1)  # fmt: skip
+        check_at_least("train", self, ("lr_step_size", "loader_workers", "devices", "threads", "seed", "l2",
+                                       "value_weight", "window_growth"), 0)  # fmt: skip
+        require("train.learning_rate", self.learning_rate, self.learning_rate > 0, "> 0")
+        require("train.momentum", self.momentum, 0 <= self.momentum < 1, "in [0, 1)")
+        require("train.lr_decay", self.lr_decay, 0 < self.lr_decay <= 1, "in (0, 1]")
+        require("train.window_exponent", self.window_exponent, 0 < self.window_exponent <= 1, "in (0, 1]")
         _choice("optimizer", self.optimizer, OPTIMIZERS)
         _choice("value_target", self.value_target, VALUE_TARGETS)
-        _require("q_ratio", self.q_ratio, 0 <= self.q_ratio <= 1, "in [0, 1]")
+        require("train.q_ratio", self.q_ratio, 0 <= self.q_ratio <= 1, "in [0, 1]")
         _choice("l2_mode", self.l2_mode, L2_MODES)
         _choice("device", self.device, DEVICES)
         _choice("precision", self.precision, PRECISIONS)
-        _require("experiment", self.experiment, bool(self.experiment.strip()), "a non-empty name")
+        require("train.experiment", self.experiment, bool(self.experiment.strip()), "a non-empty name")
         milestones = list(self.lr_milestones)
         increasing = all(a < b for a, b in zip([0, *milestones], milestones, strict=False))
-        _require("lr_milestones", milestones, increasing, "strictly increasing positive steps")
+        require("train.lr_milestones", milestones, increasing, "strictly increasing positive steps")
         both = bool(milestones) and self.lr_step_size > 0
-        _require("lr_step_size", self.lr_step_size, not both, "0 when lr_milestones are set")
-
-
-def _require(name: str, value: object, ok: bool, what: str) -> None:
-    if not ok:
-        raise ConfigError(f"train.{name} must be {what}, got {value!r}")
+        require("train.lr_step_size", self.lr_step_size, not both, "0 when lr_milestones are set")
 
 
 def _choice(name: str, value: str, options: tuple[str, ...]) -> None:
-    _require(name, value, value in options, " or ".join(options))
+    """``train.NAME must be A or B or C, got VALUE`` unless ``value`` is one of ``options``."""
+    require(f"train.{name}", value, value in options, " or ".join(options))

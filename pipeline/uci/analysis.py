@@ -1,8 +1,8 @@
 """Reading a searched tree the way a chess GUI wants it: scores, mates, lines.
 
 Everything here is read-only over a searched tree's nodes: the python
-reference's :class:`models.search.Node` or the native core's node views
-(:class:`models.native_search.NativeNode`), which read the same way.
+reference's :class:`models.search_node.Node` or the native core's node views
+(:class:`models.native_tree.NativeNode`), which read the same way.
 
 Value to centipawns
     The network's value ``q`` is an expected score in [-1, 1] from the side to
@@ -17,7 +17,7 @@ Value to centipawns
 Mates
     With ``search.solver`` the search proves wins and losses itself
     (``Node.proof``, ``Node.proof_plies``: the MCTS-solver of
-    :mod:`models.search`), and those proofs are reported whatever their
+    :mod:`models.search_rules`), and those proofs are reported whatever their
     length.  Otherwise:
     the search marks checkmates it reaches (``Node.terminal_value == -1``).
     A mate is *proven* inside the tree when the side to move has a move into a
@@ -36,16 +36,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Union
 
 import chess
 
-from typing import TYPE_CHECKING, Union
-
-from models.search import Node
 from models.search_backend import SearchTree
+from models.search_node import Node
 
 if TYPE_CHECKING:
-    from models.native_search import NativeNode
+    from models.native_tree import NativeNode
 
 AnyNode = Union[Node, "NativeNode"]
 

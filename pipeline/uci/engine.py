@@ -26,7 +26,7 @@ from typing import TextIO
 
 import chess
 
-from models.search import SearchError
+from models.search_config import SearchError
 from pipeline.uci.analysis import value_to_centipawns
 from pipeline.uci.clock import clock_budget_s, movetime_budget_s
 from pipeline.uci.options import OptionValue, UciOption, engine_options

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from models.search import SearchConfig
+from models.search_config import SearchConfig
 from pipeline.uci.parsing import UciCommandError
 
 OptionValue = int | float | bool

@@ -2,8 +2,8 @@
 
 :class:`NetPlayer` is what both the UCI engine and ``zerochess play`` drive.
 It keeps one search tree per game (the native core's
-:class:`~models.native_search.NativeTree`, or the python reference's
-:class:`~models.search.GameTree` with ``search.backend: python``; see
+:class:`~models.native_tree.NativeTree`, or the python reference's
+:class:`~models.search_tree.GameTree` with ``search.backend: python``; see
 :mod:`models.search_backend`) and, when the next
 position extends the previous one by some moves, advances the tree along them
 so the visits already spent below the new position are kept (tree reuse).
@@ -33,8 +33,15 @@ import numpy as np
 from models import encoding
 from models.evaluation import Evaluator, Leaf
 from models.policy import get_policy_map
-from models.search import SearchConfig, SearchError, terminal_value
-from models.search_backend import SearchTree, new_cache, new_tree, policy_encoding, root_repetitions, run_trees
+from models.search_backend import (
+    SearchTree,
+    new_cache,
+    new_tree,
+    policy_encoding,
+    root_repetitions,
+    run_trees,
+)
+from models.search_config import SearchConfig, SearchError, terminal_value
 from pipeline.uci.analysis import (
     DEFAULT_MATE_HORIZON,
     MoveLine,

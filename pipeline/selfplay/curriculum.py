@@ -14,7 +14,7 @@ A stage is in force from the generation after the previous stage's
 ``until_generation`` through its own (0: with no end, last stage only).  Its
 games start from endgame positions of its ``kinds`` (generated afresh for
 each generation, seeded by ``selfplay.seed`` and the generation, without
-Stockfish: see :mod:`pipeline.endgames`), from its ``start_positions`` file
+Stockfish: see :mod:`pipeline.selfplay.endgames`), from its ``start_positions`` file
 (e.g. made by ``zerochess endgames --max-mate 6``), or both; a share
 ``full_games`` starts from the regular starts instead (``selfplay.start_positions``,
 else the standard position).  After the last stage, every game uses the
@@ -23,96 +23,27 @@ first of its generations whose network reached that mate rate in the loop's
 learning measure (``gating.measure: mate_rate``, synchronous loop); the
 async loop's pool, which has network versions rather than generations,
 advances by version only.
+
+The stages are declared (and checked) with the rest of the ``selfplay``
+section, :class:`~pipeline.selfplay.config.CurriculumStage`; this module
+picks the stage in force and draws its starts.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import chess
 
-from pipeline.config_errors import ConfigError
-from pipeline.endgames import endgame_fens, parse_kind
+from pipeline.selfplay.config import CurriculumStage, SelfPlayConfig
+from pipeline.selfplay.endgames import endgame_fens
+from pipeline.selfplay.starts import load_start_positions
 
-if TYPE_CHECKING:
-    from pipeline.config import SelfPlayConfig
-
-__all__ = [
-    "CurriculumStage",
-    "GENERATED_STARTS",
-    "check_curriculum",
-    "check_curriculum_measure",
-    "stage_for",
-    "stage_index",
-    "start_fens_for",
-]
+__all__ = ["GENERATED_STARTS", "stage_for", "stage_index", "start_fens_for"]
 
 GENERATED_STARTS = 2000
 """Endgame starts a stage with ``kinds`` generates per generation (a fraction of a second)."""
-
-
-@dataclass(frozen=True)
-class CurriculumStage:
-    """One stage of ``selfplay.curriculum``.
-
-    Attributes:
-        until_generation: the last generation of the stage; 0 for no end
-            (the last stage only).
-        kinds: endgame kinds (``KQK``, ``KRK``, ``KBBK``, ``KBNK``, ``KPK``,
-            ``KQKR``..., see :mod:`pipeline.endgames`) whose starts are generated.
-        start_positions: an EPD/FEN file of further starts (empty: none).
-        full_games: share of the stage's games that start from the regular
-            starts (``selfplay.start_positions``, else the standard position).
-        until_mate_rate: when > 0, the stage also ends after the first of its
-            generations whose network's measured mate rate
-            (``gating.measure: mate_rate``) reaches this; 0: by generation only.
-    """
-
-    until_generation: int = 0
-    kinds: tuple[str, ...] = ()
-    start_positions: str = ""
-    full_games: float = 0.0
-    until_mate_rate: float = 0.0
-
-    def __post_init__(self) -> None:
-        if self.until_generation < 0:
-            raise ConfigError(f"selfplay.curriculum until_generation must be >= 0, got {self.until_generation}")
-        if not 0.0 <= self.full_games <= 1.0:
-            raise ConfigError(f"selfplay.curriculum full_games must be in [0, 1], got {self.full_games!r}")
-        if not 0.0 <= self.until_mate_rate <= 1.0:
-            raise ConfigError(f"selfplay.curriculum until_mate_rate must be in [0, 1], got {self.until_mate_rate!r}")
-        for kind in self.kinds:
-            parse_kind(kind)
-        if self.full_games < 1.0 and not (self.kinds or self.start_positions):
-            raise ConfigError("a selfplay.curriculum stage needs kinds or start_positions (or full_games: 1)")
-
-
-def check_curriculum(stages: Sequence[CurriculumStage]) -> None:
-    """Stages end in increasing generations; only the last may have no end (0)."""
-    previous = 0
-    for index, stage in enumerate(stages):
-        last = index == len(stages) - 1
-        if stage.until_generation == 0 and not last:
-            raise ConfigError(f"selfplay.curriculum[{index}]: only the last stage may have until_generation 0")
-        if stage.until_generation and stage.until_generation <= previous:
-            raise ConfigError(
-                f"selfplay.curriculum[{index}].until_generation must be > {previous} (stages in order), "
-                f"got {stage.until_generation}"
-            )
-        previous = stage.until_generation
-
-
-def check_curriculum_measure(stages: Sequence[CurriculumStage], measure: str) -> None:
-    """A stage that ends on a mate rate needs the loop to measure one."""
-    for index, stage in enumerate(stages):
-        if stage.until_mate_rate > 0 and measure != "mate_rate":
-            raise ConfigError(
-                f"selfplay.curriculum[{index}].until_mate_rate ({stage.until_mate_rate}) needs "
-                f"gating.measure: mate_rate, got {measure!r}"
-            )
 
 
 def stage_index(
@@ -155,8 +86,6 @@ def start_fens_for(
     so that they make up its ``full_games`` share; the list is shuffled
     (seeded) and the worker draws from it uniformly.
     """
-    from pipeline.selfplay import load_start_positions  # pipeline.selfplay imports pipeline.config
-
     regular = load_start_positions(selfplay.start_positions) if selfplay.start_positions else None
     stage = stage_for(selfplay.curriculum, generation, mate_rates)
     if stage is None or stage.full_games >= 1.0:

@@ -13,7 +13,7 @@ result from knowledge that is not the network's own:
   it scores beyond ``selfplay.stockfish_adjudication_cp`` centipawns (or with
   a mate), otherwise a draw; termination ``stockfish_adjudication``.
 
-:class:`Adjudicator` applies them; :class:`~pipeline.selfplay.SelfPlayWorker`
+:class:`Adjudicator` applies them; :class:`~pipeline.selfplay.worker.SelfPlayWorker`
 calls it for each game that ended with ``max_plies``, on both search backends.
 """
 
@@ -24,15 +24,15 @@ from typing import TYPE_CHECKING
 import chess
 
 from pipeline.config_errors import ConfigError
+from pipeline.selfplay.config import SelfPlayConfig
 
 if TYPE_CHECKING:
     import chess.engine
 
-    from pipeline.config import SelfPlayConfig
-
-__all__ = ["Adjudicator", "check_adjudication", "material_balance", "stockfish_for_adjudication"]
+__all__ = ["PIECE_POINTS", "Adjudicator", "check_adjudication", "material_balance", "stockfish_for_adjudication"]
 
 PIECE_POINTS = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9}
+"""Material points of each piece type (the project's one table of them; kings count nothing)."""
 MATERIAL = "material"
 STOCKFISH = "stockfish_adjudication"
 _MATE_CP = 100_000

@@ -16,7 +16,7 @@ mate in self-play from a random network (``bench/learning.py``: 2 mates in
 
 ``zerochess endgames --out FILE.epd --kinds KQK,KRK --count 600 --max-mate 6``
 writes such a file for ``selfplay.start_positions`` or ``gating.openings``;
-:mod:`pipeline.curriculum` generates starts per generation without Stockfish.
+:mod:`pipeline.selfplay.curriculum` generates starts per generation without Stockfish.
 """
 
 from __future__ import annotations
@@ -250,6 +250,6 @@ def write_epd(path: str | Path, fens: Sequence[str], label: str, header: str = "
     """Write ``fens`` as an EPD file (``id "LABEL N"``), with ``# header`` lines
     (e.g. the command that made it), readable by ``selfplay.start_positions``
     and ``gating.openings``."""
-    lines = [f"# {line}" for line in (header or f"{label}, made by pipeline/endgames.py").splitlines()]
+    lines = [f"# {line}" for line in (header or f"{label}, made by pipeline/selfplay/endgames.py").splitlines()]
     lines += [f'{" ".join(fen.split()[:4])} id "{label} {i + 1}";' for i, fen in enumerate(fens)]
     Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")

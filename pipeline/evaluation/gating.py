@@ -12,6 +12,10 @@
    (Stockfish with one thread, a node or depth limit and no skill level);
 3. the decision as JSON (``gate.json``, a DVC metrics file) and PGNs of every
    game beside it.
+
+Also the loop's learning measure (:func:`run_measure`).  Neither starts Ray:
+the games are played by the ``play`` function the caller passes
+(:func:`actors.evaluation.run_tournament` on Ray actors).
 """
 
 from __future__ import annotations
@@ -20,17 +24,15 @@ import json
 import logging
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from dataclasses import replace
-
-from actors.evaluation import MatchSettings, run_tournament
 from pipeline.atomic import atomic_write
 from pipeline.config import Config, flatten
 from pipeline.evaluation.match import Opening, load_openings
 from pipeline.evaluation.measure import mate_rate_figures, score_figures
+from pipeline.evaluation.settings import MatchSettings, TournamentRunner
 from pipeline.evaluation.tournament import TournamentReport, sprt_from
 from pipeline.players.base import Limits, PlayerError
 from pipeline.players.spec import PlayerContext, check_player, stockfish_settings
@@ -53,6 +55,7 @@ class GateDecision:
 
 
 def match_settings(config: Config) -> MatchSettings:
+    """How the gate's (and the measure's) games are played, from ``config.gating``."""
     gating = config.gating
     context = PlayerContext(
         search=config.search,
@@ -74,9 +77,12 @@ def run_gate(
     best: str | None,
     out: str | Path,
     on_pair: Callable[[str, TournamentReport], None] | None = None,
+    *,
+    play: TournamentRunner,
 ) -> GateDecision:
     """Gate ``candidate`` against ``best`` (None: no incumbent, promote) and the
-    Stockfish ladder; write ``gate.json`` and PGNs under ``out``."""
+    Stockfish ladder, the matches played by ``play``; write ``gate.json`` and
+    PGNs under ``out``."""
     gating = config.gating
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -92,7 +98,7 @@ def run_gate(
     if best is None:
         promote, reason = True, "no current best network"
     else:
-        head = run_tournament(
+        head = play(
             [cand_spec, f"net:{best}:sims={gating.simulations}"], openings, gating.max_games // 2, settings,
             sprt=sprt_from(gating), pgn_path=str(out / "vs_best.pgn"),
             on_pair=(lambda r: on_pair("vs best", r)) if on_pair else None,
@@ -108,7 +114,7 @@ def run_gate(
             )
 
     report["ladder"] = [
-        _ladder_level(cand_spec, level, openings, settings, gating.ladder_games, out / f"ladder_{i}.pgn", on_pair)
+        ladder_level(play, cand_spec, level, openings, settings, gating.ladder_games, out / f"ladder_{i}.pgn", on_pair)
         for i, level in enumerate(gating.ladder)
     ]
     report["params"] = {k: v for k, v in flatten(config).items() if k.startswith(("gating.", "search."))}
@@ -119,7 +125,8 @@ def run_gate(
     return decision
 
 
-def _ladder_level(
+def ladder_level(
+    play: TournamentRunner,
     cand_spec: str,
     level: str,
     openings: list,
@@ -128,8 +135,9 @@ def _ladder_level(
     pgn_path: Path,
     on_pair: Callable[[str, TournamentReport], None] | None,
 ) -> dict[str, Any]:
+    """The candidate's match against one Stockfish level of the ladder."""
     spec = f"stockfish:{level}"
-    result = run_tournament(
+    result = play(
         [cand_spec, spec], openings, max(1, games // 2), settings, pgn_path=str(pgn_path),
         on_pair=(lambda r: on_pair(spec, r)) if on_pair else None,
     )  # fmt: skip
@@ -153,7 +161,7 @@ def elo_clamped(score: float | None, elo: float | None) -> bool:
     return not math.isfinite(exact) or abs(exact - elo) > 0.05
 
 
-def run_measure(config: Config, net: str, gen0: str, out: str | Path) -> dict[str, float]:
+def run_measure(config: Config, net: str, gen0: str, out: str | Path, *, play: TournamentRunner) -> dict[str, float]:
     """The learning measure ``gating.measure`` of ``net`` (flat ``measure/...``
     figures, :mod:`pipeline.evaluation.measure`), its games as PGNs under
     ``out``; ``{}`` when the measure is ``none``.  ``net == gen0`` (generation
@@ -167,24 +175,25 @@ def run_measure(config: Config, net: str, gen0: str, out: str | Path) -> dict[st
     openings = load_openings(gating.measure_book)
     spec = f"net:{net}:sims={gating.simulations}"
     if gating.measure == "mate_rate":
-        return _mate_rate(spec, openings[: gating.measure_games], settings, gating.measure_defence, out)
+        return mate_rate(play, spec, openings[: gating.measure_games], settings, gating.measure_defence, out)
     pairs = max(1, gating.measure_games // 2)
     figures: dict[str, float] = {}
     opponents = [("random", "random")]
     if Path(net).resolve() != Path(gen0).resolve():
         opponents.insert(0, ("gen0", f"net:{gen0}:sims={gating.simulations}"))
     for name, opponent in opponents:
-        report = run_tournament([spec, opponent], openings, pairs, settings, pgn_path=str(out / f"vs_{name}.pgn"))
+        report = play([spec, opponent], openings, pairs, settings, pgn_path=str(out / f"vs_{name}.pgn"))
         figures.update(score_figures(next(iter(report.pairings.values())).summary(), name))
     return figures
 
 
-def _mate_rate(spec: str, openings: list[Opening], settings: MatchSettings, defence: str, out: Path) -> dict[str, float]:
+def mate_rate(
+    play: TournamentRunner, spec: str, openings: list[Opening], settings: MatchSettings, defence: str, out: Path
+) -> dict[str, float]:
     """Mates by ``spec`` from each start it has the move in, against Stockfish.
     A pair plays each start with colours swapped; only the net's games as
     the side to move count (the other game, Stockfish attacking, is short)."""
     defender = f"stockfish:{defence}"
     check_player(defender, settings.context)  # a bad spec or a missing engine fails before the games
-    report = run_tournament([spec, defender], openings, len(openings), settings,
-                            pgn_path=str(out / "mate_rate.pgn"))
+    report = play([spec, defender], openings, len(openings), settings, pgn_path=str(out / "mate_rate.pgn"))
     return mate_rate_figures(report.games, report.names[spec], openings)

@@ -1,0 +1,228 @@
+"""The ``selfplay`` section of ``params.yaml``: :class:`SelfPlayConfig` and
+the curriculum stages it holds (:class:`CurriculumStage`).
+
+The bottom of :mod:`pipeline.selfplay`: every other module of the package may
+import it, it imports none of them but :mod:`pipeline.selfplay.endgames`
+(an endgame kind is checked when a stage is declared).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pipeline.config_errors import ConfigError, check_at_least, check_each, check_inference, require
+from pipeline.selfplay.endgames import parse_kind
+
+__all__ = ["CurriculumStage", "SelfPlayConfig", "check_curriculum", "check_curriculum_measure"]
+
+
+@dataclass(frozen=True)
+class CurriculumStage:
+    """One stage of ``selfplay.curriculum``.
+
+    Attributes:
+        until_generation: the last generation of the stage; 0 for no end
+            (the last stage only).
+        kinds: endgame kinds (``KQK``, ``KRK``, ``KBBK``, ``KBNK``, ``KPK``,
+            ``KQKR``..., see :mod:`pipeline.selfplay.endgames`) whose starts are generated.
+        start_positions: an EPD/FEN file of further starts (empty: none).
+        full_games: share of the stage's games that start from the regular
+            starts (``selfplay.start_positions``, else the standard position).
+        until_mate_rate: when > 0, the stage also ends after the first of its
+            generations whose network's measured mate rate
+            (``gating.measure: mate_rate``) reaches this; 0: by generation only.
+    """
+
+    until_generation: int = 0
+    kinds: tuple[str, ...] = ()
+    start_positions: str = ""
+    full_games: float = 0.0
+    until_mate_rate: float = 0.0
+
+    def __post_init__(self) -> None:
+        require("selfplay.curriculum until_generation", self.until_generation, self.until_generation >= 0, ">= 0")
+        for name in ("full_games", "until_mate_rate"):
+            value = getattr(self, name)
+            require(f"selfplay.curriculum {name}", value, 0.0 <= value <= 1.0, "in [0, 1]")
+        for kind in self.kinds:
+            parse_kind(kind)
+        if self.full_games < 1.0 and not (self.kinds or self.start_positions):
+            raise ConfigError("a selfplay.curriculum stage needs kinds or start_positions (or full_games: 1)")
+
+
+def check_curriculum(stages: Sequence[CurriculumStage]) -> None:
+    """Stages end in increasing generations; only the last may have no end (0)."""
+    previous = 0
+    for index, stage in enumerate(stages):
+        last = index == len(stages) - 1
+        if stage.until_generation == 0 and not last:
+            raise ConfigError(f"selfplay.curriculum[{index}]: only the last stage may have until_generation 0")
+        if stage.until_generation and stage.until_generation <= previous:
+            raise ConfigError(
+                f"selfplay.curriculum[{index}].until_generation must be > {previous} (stages in order), "
+                f"got {stage.until_generation}"
+            )
+        previous = stage.until_generation
+
+
+def check_curriculum_measure(stages: Sequence[CurriculumStage], measure: str) -> None:
+    """A stage that ends on a mate rate needs the loop to measure one."""
+    for index, stage in enumerate(stages):
+        if stage.until_mate_rate > 0 and measure != "mate_rate":
+            raise ConfigError(
+                f"selfplay.curriculum[{index}].until_mate_rate ({stage.until_mate_rate}) needs "
+                f"gating.measure: mate_rate, got {measure!r}"
+            )
+
+
+
+@dataclass(frozen=True)
+class SelfPlayConfig:
+    """Self-play games and the workers that play them.
+
+    Attributes:
+        games_per_task: games one worker task plays side by side (their
+            leaves share each network batch) and writes as one shard.
+        overlap_inference: python backend (``search.backend: python``):
+            split the games into two lanes so the network evaluates one
+            lane's leaves while the search works on the other's.  Worth it
+            when the network runs on a GPU; on a 2-core CPU the two compete
+            for the cores (see ``bench/selfplay.py``).  The native backend
+            always has two lanes and overlaps them when this is true or the
+            network runs on CUDA; on a CPU it evaluates them in turn
+            (measured: +15-18% evaluations/s, network-bound share 0.98-1.00
+            against 0.84-0.94 with the 2x32 net on 2 cores).
+        search_threads: C++ threads of the native search that drive one
+            worker's games (``search.backend: native``; the python backend
+            searches on one thread).  1 on a small CPU, where the network
+            needs the cores; 4-8 per GPU actor, with enough games in flight
+            (``games_per_task``) to fill both the threads and the batches.
+        max_plies: a game reaching this many plies ends as a draw
+            (termination ``max_plies``).
+        full_search_prob: playout cap randomization (KataGo): the share of
+            moves searched with ``search.num_simulations`` and recorded as
+            training targets; the others get ``fast_simulations``, no noise,
+            and are stored with ``full_search = false``.  1.0 turns it off.
+        fast_simulations: simulations of a fast (cheap) search.
+        resign_threshold: a side resigns when its root value stays below this
+            for ``resign_plies`` consecutive own moves; -1 disables resigning.
+        resign_plies: consecutive own moves below the threshold to resign.
+        resign_playthrough: share of games where resigning is disabled, to
+            measure how often a resignation would have been wrong.
+        draw_adjudication_plies: not AlphaZero (lc0/KataGo practice): a game
+            of at least this many plies whose root |q| stayed below
+            ``draw_adjudication_q`` for its last ``draw_adjudication_window``
+            plies (either side's searches) ends as a draw, z = 0
+            (termination ``draw_adjudicated``); 0 turns it off.
+        draw_adjudication_window: consecutive plies of small root |q| that
+            adjudicate a draw.
+        draw_adjudication_q: root |q| below which a ply counts as drawish.
+        draw_adjudication_playthrough: share of games where draw adjudication
+            is disabled, to measure how often an adjudicated draw would have
+            been a decisive game (``false_draws``).
+        start_positions: EPD or FEN file (one position a line, ``#`` starts a
+            comment) to draw start positions from; empty for the standard start.
+        random_plies: uniformly random moves played from the start position
+            before the game is recorded, for diversity.
+        seed: seed for noise, temperature sampling and start positions.
+        device: ``auto`` (CUDA when present, else CPU), ``cpu`` or ``cuda``.
+        precision: number format of the network's forward: ``auto`` (bf16
+            autocast on CUDA; on a CPU, bf16 only where it computes bf16
+            natively, AMX-BF16 or AVX512-BF16, and a start-up calibration
+            shows it faster; else fp32), ``fp32`` or ``bf16``
+            (:mod:`models.precision`).  Reduced precision differs from CPU
+            to CPU: the tiny preset (DVC, tests) pins ``fp32``.  Also the
+            default of ``zerochess uci``/``play``/``analyse --precision``.
+        compile: the inference graph (:mod:`models.inference_net`):
+            ``auto`` (``jit`` on a CPU, ``eager`` on CUDA), ``eager`` (eager,
+            batch norm folded), ``jit`` (traced and frozen: +5-10% over
+            ``eager`` measured with both CPU nets, built in under a second) or
+            ``inductor`` (``torch.compile``, one graph per batch-size bucket,
+            ~10 s to build each on 2 cores).  A failed compilation falls
+            back to ``eager`` with a warning.
+        workers: self-play actors on Ray.
+        cpus_per_worker: Ray ``num_cpus`` of each actor.
+        gpus_per_worker: Ray ``num_gpus`` of each actor (fractions share a GPU).
+        threads_per_worker: ``torch.set_num_threads`` inside each actor.
+        max_restarts: Ray restarts of a dead actor.
+        max_task_retries: Ray retries of a task whose actor died.
+        adjudicate_material: not zero-knowledge (a deviation from AlphaZero,
+            which draws every game at its length limit): a game reaching
+            ``max_plies`` is won by the side ahead by at least
+            ``material_margin`` points (P1 N3 B3 R5 Q9), else drawn;
+            termination ``material`` (:mod:`pipeline.selfplay.adjudication`).
+        material_margin: points ahead that win a material adjudication.
+        adjudicate_stockfish: not zero-knowledge: a game reaching
+            ``max_plies`` is scored by a short Stockfish search of its final
+            position: a win beyond ``stockfish_adjudication_cp`` (or a mate
+            score), else a draw; termination ``stockfish_adjudication``.
+            Stockfish missing is an error before the games start.
+        stockfish_adjudication_cp: centipawns beyond which Stockfish's score wins.
+        stockfish_adjudication_nodes: nodes of that Stockfish search.
+        stockfish_path: Stockfish binary for the adjudication; empty:
+            ``stockfish`` on PATH, else ``/usr/games/stockfish``.
+        curriculum: not zero-knowledge: stages of endgame start positions,
+            mixed with full games, by generation (:mod:`pipeline.selfplay.curriculum`);
+            empty: every game from ``start_positions``.
+    """
+
+    games_per_task: int = 64
+    overlap_inference: bool = False
+    search_threads: int = 1
+    max_plies: int = 512
+    full_search_prob: float = 0.25
+    fast_simulations: int = 32
+    resign_threshold: float = -0.95
+    resign_plies: int = 3
+    resign_playthrough: float = 0.1
+    draw_adjudication_plies: int = 0
+    draw_adjudication_window: int = 20
+    draw_adjudication_q: float = 0.05
+    draw_adjudication_playthrough: float = 0.1
+    start_positions: str = ""
+    random_plies: int = 0
+    seed: int = 0
+    device: str = "auto"
+    precision: str = "auto"
+    compile: str = "auto"
+    workers: int = 2
+    cpus_per_worker: float = 1.0
+    gpus_per_worker: float = 0.0
+    threads_per_worker: int = 1
+    max_restarts: int = 3
+    max_task_retries: int = 3
+    adjudicate_material: bool = False
+    material_margin: int = 3
+    adjudicate_stockfish: bool = False
+    stockfish_adjudication_cp: int = 300
+    stockfish_adjudication_nodes: int = 20000
+    stockfish_path: str = ""
+    curriculum: tuple[CurriculumStage, ...] = ()
+
+    def __post_init__(self) -> None:
+        check_at_least("selfplay", self, ("games_per_task", "max_plies", "fast_simulations", "resign_plies", "workers",
+                                          "threads_per_worker", "search_threads", "material_margin",
+                                          "stockfish_adjudication_nodes", "draw_adjudication_window"), 1)  # fmt: skip
+        check_at_least("selfplay", self, ("random_plies", "cpus_per_worker", "gpus_per_worker", "max_restarts",
+                                          "max_task_retries", "draw_adjudication_plies"), 0)  # fmt: skip
+        check_each("selfplay", self, ("full_search_prob", "resign_playthrough", "draw_adjudication_playthrough"),
+                   lambda value: 0.0 <= value <= 1.0, "in [0, 1]")  # fmt: skip
+        require("selfplay.resign_threshold", self.resign_threshold, -1.0 <= self.resign_threshold <= 1.0, "in [-1, 1]")
+        require("selfplay.draw_adjudication_q", self.draw_adjudication_q, 0.0 < self.draw_adjudication_q <= 1.0,
+                "in (0, 1]")  # fmt: skip
+        require("selfplay.device", self.device, self.device in ("auto", "cpu", "cuda"), "auto, cpu or cuda")
+        check_inference("selfplay", self.precision, self.compile)
+        require("selfplay.stockfish_adjudication_cp", self.stockfish_adjudication_cp,
+                self.stockfish_adjudication_cp >= 0, ">= 0")  # fmt: skip
+        both = self.adjudicate_material and self.adjudicate_stockfish
+        require("selfplay.adjudicate_material", True, not both, "false when selfplay.adjudicate_stockfish is on")
+        check_curriculum(self.curriculum)
+
+    @property
+    def resign_enabled(self) -> bool:
+        return self.resign_threshold > -1.0
+
+    @property
+    def draw_adjudication_enabled(self) -> bool:
+        return self.draw_adjudication_plies > 0

@@ -1,0 +1,242 @@
+"""The async loop's continuous trainer (``run.mode: async``), without Ray:
+:class:`actors.roles.TrainerActor` wraps it.
+
+It trains continuously on the replay window with the project's training code
+(:class:`pipeline.training.module.AlphaZeroModule`'s loss, its optimizer and
+schedule, :func:`pipeline.training.window.build_window` and
+:func:`pipeline.training.data.batch_stream`).  Training runs in segments of
+``run.candidate_every_steps`` steps; each segment reads a window rebuilt from
+the shard folder at its start (so it picks up the shards that landed), and
+ends with a candidate net exported for the gatekeeper.  Its state (weights,
+optimizer, schedule, step, window, candidates) is checkpointed atomically
+every ``train.checkpoint_every`` steps and at every candidate; a new trainer
+(after a SIGKILL or a lost node) resumes from it.  It trains on
+``train.device`` with ``train.precision``'s autocast (bf16/16-mixed on CUDA),
+on one device (no DDP: ``train.devices`` above 1 is the synchronous loop's,
+rejected with ``run.mode: async`` when the config loads).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from models.net import pick_device
+from pipeline.atomic import atomic_write
+from pipeline.checkpoint import load_weights, save_net
+from pipeline.config import Config
+from pipeline.training.checkpointing import read_checkpoint
+from pipeline.training.data import StreamSpec, batch_stream
+from pipeline.training.module import AlphaZeroModule
+from pipeline.training.optim import build_optimizer, build_scheduler
+from pipeline.training.window import Window, build_window
+
+log = logging.getLogger(__name__)
+
+TRAINER_STATE = "state.pt"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A net the trainer exported for the gatekeeper: its number, file and step."""
+
+    index: int
+    net: str
+    step: int
+
+
+@dataclass
+class TrainerReport:
+    """What one :meth:`ContinuousTrainer.run` did: the step reached, the steps
+    done and their mean losses, the window's size, the time spent, the
+    candidate exported (if any) and every candidate so far."""
+
+    step: int
+    steps: int
+    losses: dict[str, float]
+    window_positions: int
+    window_shards: int
+    busy_s: float
+    exported: Candidate | None
+    candidates: list[Candidate] = field(default_factory=list)
+    resumed_from: int | None = None
+    node: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report as plain data (what crosses Ray)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrainerReport:
+        exported = data["exported"]
+        return cls(**{**data, "exported": Candidate(**exported) if exported else None,
+                      "candidates": [Candidate(**c) for c in data["candidates"]]})  # fmt: skip
+
+
+class ContinuousTrainer:
+    """The continuous trainer; see the module docstring.
+
+    Args:
+        config: the run's config.
+        shards: the shard folder the window is built from.
+        out: the trainer's folder (``OUT/trainer``): ``state.pt`` and the
+            exported ``candidateNNNN.pt``.
+        init_net: the net training starts from when there is no state yet.
+    """
+
+    def __init__(self, config: Config, shards: str, out: str | Path, init_net: str) -> None:
+        self.config = config
+        train = self.config.train
+        if train.threads:
+            torch.set_num_threads(train.threads)
+        torch.manual_seed(train.seed)
+        self.shards = shards
+        self.out = Path(out)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.device = pick_device(train.device)
+        self.module = AlphaZeroModule(self.config.net, train)
+        self.module.net.to(self.device)  # before the optimizer: its state lives beside the weights
+        self.optimizer = build_optimizer(self.module.net, train)
+        fp16 = train.precision == "16-mixed" and self.device.type == "cuda"
+        self.scaler = torch.amp.GradScaler("cuda", enabled=fp16)  # fp16 gradients need scaling; bf16 not
+        self.scheduler = build_scheduler(self.optimizer, train)
+        self.step = 0
+        self.window: dict[str, Any] | None = None  # the window of the current segment
+        self.window_start = 0  # the step at which that window's stream started
+        self.candidates: list[Candidate] = []
+        self.resumed_from: int | None = None
+        self.stream: Iterator[Any] | None = None
+        self.stream_at = -1
+        state_path = self.out / TRAINER_STATE
+        if state_path.exists():
+            self._load(state_path)
+            self.resumed_from = self.step
+            log.info("trainer resumes from %s at step %d", state_path, self.step)
+        else:
+            load_weights(self.module.net, init_net)
+        self.module.net.train()
+
+    # -- state ----------------------------------------------------------------
+
+    def _load(self, path: Path) -> None:
+        state = read_checkpoint(path)
+        self.module.net.load_state_dict(state["state_dict"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.step = int(state["step"])
+        self.window = state["window"]
+        self.window_start = int(state["window_start"])
+        self.candidates = [Candidate(**candidate) for candidate in state["candidates"]]
+
+    def _save(self) -> None:
+        state = {
+            "state_dict": self.module.net.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "step": self.step,
+            "window": self.window,
+            "window_start": self.window_start,
+            "candidates": [asdict(candidate) for candidate in self.candidates],  # plain data in the state file
+            "net_config": self.module.net.config.to_dict(),
+        }
+        with atomic_write(self.out / TRAINER_STATE) as handle:
+            torch.save(state, handle)
+
+    # -- data -----------------------------------------------------------------
+
+    def _new_window(self) -> None:
+        window = build_window(self.shards, self.config.train, self.config.net.policy_encoding)
+        self.window = window.to_dict()
+        self.window_start = self.step
+        self.stream = None
+
+    def _batches(self) -> Iterator[Any]:
+        """The batch stream of the current window, positioned at ``self.step``."""
+        if self.stream is None or self.stream_at != self.step:
+            window = Window.from_dict(self.window, "trainer window")
+            train = self.config.train
+            spec = StreamSpec(window.pieces, train.batch_size, train.shuffle_buffer,
+                              train.seed + self.window_start, 0, self.config.net.policy_encoding,
+                              train.value_target, train.q_ratio)  # fmt: skip
+            self.stream = batch_stream(spec, skip=self.step - self.window_start)
+            self.stream_at = self.step
+        return self.stream
+
+    # -- training -------------------------------------------------------------
+
+    def run(self, until_step: int, every: int) -> TrainerReport:
+        """Train up to ``until_step`` (the ratio control's allowance), stopping
+        at the next candidate boundary; export a candidate there.
+
+        Returns the step reached, the mean losses of the steps done, the
+        window size, the time spent and every candidate exported so far."""
+        started = time.perf_counter()
+        boundary = (self.step // every + 1) * every
+        target = min(until_step, boundary)
+        sums: dict[str, float] = {}
+        done = 0
+        if self.window is None or (self.step % every == 0 and self.window_start != self.step):
+            self._new_window()  # a new segment reads the shards that landed since the last
+        while self.step < target:
+            try:
+                batch = next(self._batches())
+            except (ValueError, OSError) as error:  # a shard of the window went bad or away
+                log.warning("trainer: the window's data failed (%s): rebuilding the window", error)
+                self._new_window()
+                batch = next(self._batches())
+            terms = self._train_step(batch)
+            for key, value in terms.items():
+                sums[key] = sums.get(key, 0.0) + value
+            done += 1
+            self.step += 1
+            self.stream_at = self.step
+            if self.step % self.config.train.checkpoint_every == 0 and self.step % every:
+                self._save()
+        exported = None
+        if self.step == boundary and not any(c.step == self.step for c in self.candidates):
+            exported = self._export(len(self.candidates) + 1)
+        window = Window.from_dict(self.window, "trainer window")
+        return TrainerReport(
+            step=self.step,
+            steps=done,
+            losses={key: value / done for key, value in sums.items()} if done else {},
+            window_positions=window.positions,
+            window_shards=len(window.pieces),
+            busy_s=time.perf_counter() - started,
+            exported=exported,
+            candidates=list(self.candidates),
+            resumed_from=self.resumed_from,
+        )
+
+    def _train_step(self, batch: Any) -> dict[str, float]:
+        batch = tuple(tensor.to(self.device, non_blocking=True) for tensor in batch)
+        self.optimizer.zero_grad(set_to_none=True)
+        precision = self.config.train.precision
+        half = {"bf16-mixed": torch.bfloat16, "16-mixed": torch.float16}.get(precision)
+        with torch.autocast(self.device.type, dtype=half, enabled=half is not None and self.device.type == "cuda"):
+            terms = self.module.losses(batch)
+        self.scaler.scale(terms.objective).backward()
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self.scheduler.step()
+        values = {"loss/policy": terms.policy, "loss/value": terms.value, "loss/l2": terms.l2,
+                  "loss/total": terms.total}  # fmt: skip
+        out = {key: float(value.detach()) for key, value in values.items()}
+        return {key: value for key, value in out.items() if math.isfinite(value)}
+
+    def _export(self, index: int) -> Candidate:
+        """Save candidate ``index`` (a net file), then the state that lists it."""
+        path = self.out / f"candidate{index:04d}.pt"
+        save_net(copy.deepcopy(self.module.net).cpu().eval(), path)
+        candidate = Candidate(index, str(path), self.step)
+        self.candidates.append(candidate)
+        self._save()
+        return candidate

@@ -213,7 +213,7 @@ void SelfPlayCore::play_move(Game& game) {
   const int ply = static_cast<int>(record.moves.size());
   const Move move = stats.moves[choose_move(stats, ply, config_.search, game.rng)];
   const Board& board = tree.board();
-  const int side = board.turn;
+  const int side = board.turn();
   record.fens.push_back(board.fen());
   record.moves.push_back(move.uci());
   record.turns.push_back(side == WHITE ? 1 : 0);
@@ -259,7 +259,7 @@ void SelfPlayCore::play_move(Game& game) {
   const Termination reason = terminal_reason(after, moves.size, tree.history().repetitions());
   if (reason != Termination::NONE) {
     if (reason == Termination::CHECKMATE) {
-      record.result = after.turn == WHITE ? "0-1" : "1-0";
+      record.result = after.turn() == WHITE ? "0-1" : "1-0";
     } else {
       record.result = "1/2-1/2";
     }
@@ -378,7 +378,7 @@ int SelfPlayCore::step(int lane_index) {
 // Matches
 
 static std::string game_over_result(const Board& after, Termination reason) {
-  if (reason == Termination::CHECKMATE) return after.turn == WHITE ? "0-1" : "1-0";
+  if (reason == Termination::CHECKMATE) return after.turn() == WHITE ? "0-1" : "1-0";
   return "1/2-1/2";
 }
 
@@ -393,7 +393,7 @@ MatchCore::MatchCore(const MatchConfig& config) : config_(config), pool_(config.
 }
 
 int MatchCore::player_to_move(const Game& game) const {
-  const bool white = game.trees[0]->board().turn == WHITE;
+  const bool white = game.trees[0]->board().turn() == WHITE;
   return white == game.record.a_is_white ? 0 : 1;
 }
 

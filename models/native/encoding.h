@@ -75,7 +75,7 @@ void policy_indices(PolicyEncoding encoding, const Board& board, const MoveList&
 // from_uci) is lut[policy_key(board, m)], -1 when not encodable.
 const std::int16_t* policy_lut(PolicyEncoding encoding, const Board& board);
 inline int policy_key(const Board& board, Move move) {
-  const int flip = board.turn == WHITE ? 0 : 56;
+  const int flip = board.turn() == WHITE ? 0 : 56;
   return ((move.from() ^ flip) << 9) | ((move.to() ^ flip) << 3) | move.promotion();
 }
 

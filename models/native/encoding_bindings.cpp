@@ -31,20 +31,6 @@ Board parse_position(const std::string& fen) {
   return board;
 }
 
-// The legal move `uci` of `board`; otherwise ChessError naming the move and
-// where(), the position or the line (built only on error).
-template <typename Where>
-Move legal_move(const Board& board, const std::string& uci, const Where& where) {
-  Move move;
-  try {
-    move = Move::from_uci(uci);
-  } catch (const ChessError& error) {
-    throw ChessError("invalid move '" + uci + "' " + where() + ": " + error.what());
-  }
-  if (!board.is_legal(move)) throw ChessError("illegal move '" + uci + "' " + where());
-  return move;
-}
-
 // Plays moves[ply] on `board` (legality checked); errors name the line.
 void play(Board& board, const std::vector<std::string>& moves, std::size_t ply, const std::string& fen) {
   const Move move = legal_move(board, moves[ply], [&] {

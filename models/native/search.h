@@ -1,11 +1,16 @@
-// zerochess native core: PUCT tree search (AlphaZero), the C++ twin of
-// models/search.py (GameTree), which is its specification: the same selection
-// formula, first-play urgency, virtual loss, batched leaf collection, tree
-// reuse, evaluation cache and terminal rules, with the same arithmetic in the
-// same order (double everywhere) so that both give the same visit counts for
-// the same priors and values.
+// zerochess native core: PUCT tree search (AlphaZero), the C++ twin of the
+// models.search modules (GameTree), which are its specification: the same
+// selection formula, first-play urgency, virtual loss, batched leaf
+// collection, tree reuse, evaluation cache and terminal rules, with the same
+// arithmetic in the same order (double everywhere) so that both give the same
+// visit counts for the same priors and values.
 //
-// Signs (as in models/search.py): Node::value_sum / visits is the mean value
+// Implemented in eval_cache.cpp (EvalCache), search_tree.cpp (nodes, reuse,
+// leaves, delivery), search_select.cpp (selection, backup, result, move
+// choice), search_gumbel.cpp (Gumbel AlphaZero) and search_solver.cpp
+// (MCTS-solver); run_searches.h steps many trees with one evaluator.
+//
+// Signs (as in the Python reference): Node::value_sum / visits is the mean value
 // from the node's side to move; Edge::w / Edge::n is the mean value of the move
 // from the side choosing it.
 #pragma once
@@ -336,6 +341,9 @@ long long considered_visit(int considered, long long budget, long long simulatio
 
 // Softmax in double of `count` logits (max subtracted), into out.
 void softmax(const float* logits, int count, double* out);
+// softmax(logits + sigma) in double (max subtracted), into out (Gumbel's
+// improved policy, as models.search._softmax).
+void improved_policy(const std::vector<double>& logits, const std::vector<double>& sigma, std::vector<double>& out);
 
 // Self-play move choice (models.search.select_move): sample proportional to
 // N^(1/T) for plies < temperature_plies (T > 0), else the best move.

@@ -71,9 +71,9 @@ void deliver_batch(ThreadPool& pool, int n, const SlotOf& slot_of) {
 
 void check_evaluation_size(const LeafBatch& batch, long long num_logits, long long num_values) {
   if (num_logits != static_cast<long long>(batch.rows.size()) || num_values != batch.leaves) {
-    throw ChessError("evaluator returned " + std::to_string(num_logits) + " logits and " +
-                     std::to_string(num_values) + " values for " + std::to_string(batch.rows.size()) +
-                     " moves of " + std::to_string(batch.leaves) + " leaves");
+    throw ChessError("evaluator returned " + std::to_string(num_logits) + " logits and " + std::to_string(num_values) +
+                     " values for " + std::to_string(batch.rows.size()) + " moves of " + std::to_string(batch.leaves) +
+                     " leaves");
   }
 }
 

@@ -50,8 +50,7 @@ std::pair<FloatArray, FloatArray> evaluation_arrays(const py::object& output, lo
                      ", expected a (logits, values) pair");
   }
   if (pair.size() != 2) {
-    throw ChessError("evaluator returned " + std::to_string(pair.size()) +
-                     " items, expected a (logits, values) pair");
+    throw ChessError("evaluator returned " + std::to_string(pair.size()) + " items, expected a (logits, values) pair");
   }
   FloatArray logits = FloatArray::ensure(pair[0]);
   FloatArray values = FloatArray::ensure(pair[1]);

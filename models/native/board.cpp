@@ -160,13 +160,10 @@ Bitboard Board::checkers() const {
 
 bool Board::is_check() const { return checkers() != 0; }
 
-
 // ---------------------------------------------------------------------------
 // Keys.
 
-std::uint64_t Board::key() const {
-  return has_legal_en_passant() ? base_key_ ^ TABLES.z_ep[ep_square_] : base_key_;
-}
+std::uint64_t Board::key() const { return has_legal_en_passant() ? base_key_ ^ TABLES.z_ep[ep_square_] : base_key_; }
 
 std::uint64_t Board::compute_key() const {
   std::uint64_t k = 0;
@@ -249,8 +246,8 @@ bool same_position(const Board& a, const Board& b) {
     }
   }
   return a.turn() == b.turn() && a.castling() == b.castling() && a.ep_square() == b.ep_square() &&
-         a.halfmove_clock() == b.halfmove_clock() && a.fullmove_number() == b.fullmove_number() &&
-         a.key() == b.key() && a.compute_key() == b.compute_key() && a.status() == b.status();
+         a.halfmove_clock() == b.halfmove_clock() && a.fullmove_number() == b.fullmove_number() && a.key() == b.key() &&
+         a.compute_key() == b.compute_key() && a.status() == b.status();
 }
 
 int check_make_unmake(const Board& board) {

@@ -147,7 +147,7 @@ class Board {
   void legal_moves(MoveList& out) const;
   bool is_legal(Move move) const;  // move from legal_moves (by from/to/promotion)
   bool has_legal_en_passant() const;
-  bool is_zeroing(Move move) const;   // pawn move or capture
+  bool is_zeroing(Move move) const;  // pawn move or capture
   bool is_capture(Move move) const;
   bool is_castling(Move move) const;
   // Whether `move` (a legal move) leaves the opponent in check, decided
@@ -172,8 +172,8 @@ class Board {
   // The same key computed from scratch (tests compare the two).
   std::uint64_t compute_key() const;
 
-  bool is_insufficient_material() const;                  // python-chess semantics
-  bool has_insufficient_material(Color color) const;      // python-chess semantics
+  bool is_insufficient_material() const;              // python-chess semantics
+  bool has_insufficient_material(Color color) const;  // python-chess semantics
   int ply() const { return 2 * (fullmove_number_ - 1) + (turn_ == BLACK ? 1 : 0); }
 
  private:

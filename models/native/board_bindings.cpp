@@ -32,7 +32,8 @@ std::vector<std::string> legal_uci(const Board& board) {
 // The legal move `uci` names in `board` (ChessError naming the move and the
 // position otherwise).
 Move board_move(const Board& board, const std::string& uci) {
-  return zc::legal_move(board, uci, [&] { return "in '" + board.fen() + "'"; }, false);
+  return zc::legal_move(
+      board, uci, [&] { return "in '" + board.fen() + "'"; }, false);
 }
 
 void push_uci(Board& board, const std::string& uci) {
@@ -82,7 +83,8 @@ void bind_board(py::module_& m) {
       .def("compute_key", &Board::compute_key, "The same key computed from scratch.")
       .def_property_readonly("halfmove_clock", &Board::halfmove_clock)
       .def_property_readonly("fullmove_number", &Board::fullmove_number)
-      .def_property_readonly("turn", [](const Board& b) { return b.turn() == WHITE; }, "True when white is to move.")
+      .def_property_readonly(
+          "turn", [](const Board& b) { return b.turn() == WHITE; }, "True when white is to move.")
       .def("ply", &Board::ply)
       .def("is_insufficient_material", &Board::is_insufficient_material)
       .def("has_legal_en_passant", &Board::has_legal_en_passant)

@@ -87,8 +87,8 @@ std::unique_ptr<SelfPlayCore::Game> SelfPlayCore::new_game(int index) {
   game->rng.seed(mix_seed(config_.seed, static_cast<std::uint64_t>(index)));
   Board board = start_board(game->rng);
   const std::string fen = board.fen();
-  game->tree = std::make_unique<SearchTree>(config_.search, config_.encoding, cache_, game->rng(), fen,
-                                            std::vector<Move>{});
+  game->tree =
+      std::make_unique<SearchTree>(config_.search, config_.encoding, cache_, game->rng(), fen, std::vector<Move>{});
   game->tree->set_deferred_cache(true);
   game->record.index = index;
   game->record.start_fen = fen;
@@ -232,7 +232,8 @@ BatchSlot SelfPlayCore::slot(const Lane& lane, int i) const {
 
 void SelfPlayCore::copy_planes(int lane_index, std::uint8_t* out) const {
   const Lane& lane = lanes_.at(lane_index);
-  zc::copy_planes(static_cast<int>(lane.games.size()), [&](int i) { return slot(lane, i); }, out);
+  const SlotOf slot_of = [&](int i) { return slot(lane, i); };
+  zc::copy_planes(static_cast<int>(lane.games.size()), slot_of, out);
 }
 
 int SelfPlayCore::step(int lane_index) {
@@ -356,7 +357,8 @@ BatchSlot MatchCore::slot(int player, int i) const {
 }
 
 void MatchCore::copy_planes(int player, std::uint8_t* out) const {
-  zc::copy_planes(static_cast<int>(games_.size()), [&](int i) { return slot(player, i); }, out);
+  const SlotOf player_to_move = [&](int i) { return slot(player, i); };
+  zc::copy_planes(static_cast<int>(games_.size()), player_to_move, out);
 }
 
 void MatchCore::step() {
@@ -385,7 +387,10 @@ void MatchCore::step() {
   const int n = static_cast<int>(games_.size());
   collect_leaves(pool_, n, every_game);
   for (auto& game : games_) game->trees[game->mover]->flush_cache_touches();
-  for (int p = 0; p < 2; ++p) gather_batch(pool_, n, [&](int i) { return slot(p, i); }, batches_[p]);
+  for (int p = 0; p < 2; ++p) {
+    const SlotOf player_to_move = [&](int i) { return slot(p, i); };
+    gather_batch(pool_, n, player_to_move, batches_[p]);
+  }
 }
 
 }  // namespace zc

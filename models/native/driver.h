@@ -60,7 +60,7 @@ struct FinishedGame {
   int index = 0;
   std::string start_fen, result, termination;
   bool playthrough = false;
-  int would_resign = -1;  // -1 none, WHITE, BLACK
+  int would_resign = -1;          // -1 none, WHITE, BLACK
   bool draw_playthrough = false;  // draw adjudication disabled in this game
   int would_draw = -1;            // its plies when it would have been adjudicated a draw; -1 never
   std::vector<std::string> fens, moves;

@@ -48,9 +48,10 @@ py::dict game_dict(const FinishedGame& game) {
   out["fens"] = game.fens;
   out["moves"] = game.moves;
   out["turns"] = bool_array(game.turns);
-  py::array_t<std::uint64_t> history(
-      {static_cast<py::ssize_t>(game.moves.size()), static_cast<py::ssize_t>(HISTORY_STEPS), static_cast<py::ssize_t>(ROW_WIDTH)});
-  if (!game.history.empty()) std::memcpy(history.mutable_data(), game.history.data(), game.history.size() * sizeof(Row));
+  py::array_t<std::uint64_t> history({static_cast<py::ssize_t>(game.moves.size()),
+                                      static_cast<py::ssize_t>(HISTORY_STEPS), static_cast<py::ssize_t>(ROW_WIDTH)});
+  if (!game.history.empty())
+    std::memcpy(history.mutable_data(), game.history.data(), game.history.size() * sizeof(Row));
   out["history"] = history;
   out["meta"] = table_array(game.meta);
   out["root_q"] = to_array(game.root_q);
@@ -97,9 +98,8 @@ void bind_self_play(py::module_& m) {
   cls.def(py::init([](const SearchParams& params, const std::string& encoding, int games, int games_in_flight,
                       std::uint64_t seed, std::vector<std::string> start_fens, int random_plies, int max_plies,
                       double full_search_prob, int fast_simulations, double resign_threshold, int resign_plies,
-                      double resign_playthrough, int threads, int draw_adjudication_plies,
-                      int draw_adjudication_window, double draw_adjudication_q,
-                      double draw_adjudication_playthrough) {
+                      double resign_playthrough, int threads, int draw_adjudication_plies, int draw_adjudication_window,
+                      double draw_adjudication_q, double draw_adjudication_playthrough) {
             DriverConfig config;
             config.search = params;
             set_games(config, encoding, games, games_in_flight, seed, std::move(start_fens), random_plies, max_plies,
@@ -115,12 +115,12 @@ void bind_self_play(py::module_& m) {
             config.draw_adjudication_playthrough = draw_adjudication_playthrough;
             return std::make_unique<SelfPlayCore>(config);
           }),
-          py::arg("params"), py::arg("policy_encoding"), py::arg("games"), py::arg("games_in_flight"),
-          py::arg("seed"), py::arg("start_fens"), py::arg("random_plies"), py::arg("max_plies"),
-          py::arg("full_search_prob"), py::arg("fast_simulations"), py::arg("resign_threshold"),
-          py::arg("resign_plies"), py::arg("resign_playthrough"), py::arg("threads"),
-          py::arg("draw_adjudication_plies") = 0, py::arg("draw_adjudication_window") = 20,
-          py::arg("draw_adjudication_q") = 0.05, py::arg("draw_adjudication_playthrough") = 0.0)
+          py::arg("params"), py::arg("policy_encoding"), py::arg("games"), py::arg("games_in_flight"), py::arg("seed"),
+          py::arg("start_fens"), py::arg("random_plies"), py::arg("max_plies"), py::arg("full_search_prob"),
+          py::arg("fast_simulations"), py::arg("resign_threshold"), py::arg("resign_plies"),
+          py::arg("resign_playthrough"), py::arg("threads"), py::arg("draw_adjudication_plies") = 0,
+          py::arg("draw_adjudication_window") = 20, py::arg("draw_adjudication_q") = 0.05,
+          py::arg("draw_adjudication_playthrough") = 0.0)
       .def_property_readonly("lanes", &SelfPlayCore::lanes)
       .def("step",
            [](SelfPlayCore& core, int lane) {

@@ -108,8 +108,7 @@ Meta board_meta(const Board& board) {
   const Color us = board.turn();
   const Color them = us == WHITE ? BLACK : WHITE;
   const std::uint64_t rights = clean_castling(board);
-  const long long ply =
-      2 * (static_cast<long long>(board.fullmove_number()) - 1) + (us == BLACK ? 1 : 0);
+  const long long ply = 2 * (static_cast<long long>(board.fullmove_number()) - 1) + (us == BLACK ? 1 : 0);
   meta[0] = us == BLACK ? 1 : 0;
   meta[1] = clamp_count(ply);
   castling_flags(board, us, rights, meta[2], meta[3]);

@@ -41,7 +41,7 @@ class GameLine {
   void push(const Board& board);  // append the new current position
   void pop();                     // throws ChessError when empty
   int size() const { return static_cast<int>(keys_.size()); }
-  int repetitions() const;        // of the current position, before it in the line
+  int repetitions() const;  // of the current position, before it in the line
   int occurrences(std::uint64_t key) const;
   // The last 8 rows, step 0 first, zero rows before the root; throws
   // ChessError when the line is empty.

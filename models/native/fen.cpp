@@ -100,7 +100,6 @@ int piece_index(char c) {
   }
 }
 
-
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -347,6 +346,5 @@ std::string Board::status() const {
   }
   return out;
 }
-
 
 }  // namespace zc

@@ -136,5 +136,4 @@ void Board::push_checked(Move move) {
   make(move, undo);
 }
 
-
 }  // namespace zc

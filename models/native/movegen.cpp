@@ -159,7 +159,8 @@ void Board::legal_moves(MoveList& out) const {
         bool a_side = rook < home;
         int king_to = a_side ? home - 2 : home + 2;
         int rook_to = a_side ? home - 1 : home + 1;
-        Bitboard must_be_empty = TABLES.between[home][king_to] | TABLES.between[rook][rook_to] | bit(king_to) | bit(rook_to);
+        Bitboard must_be_empty =
+            TABLES.between[home][king_to] | TABLES.between[rook][rook_to] | bit(king_to) | bit(rook_to);
         if ((occ ^ bit(home) ^ bit(rook)) & must_be_empty) continue;
         Bitboard without_king = occ ^ bit(home);
         bool attacked = false;
@@ -286,6 +287,5 @@ bool Board::gives_check(Move move) const {
   }
   return false;
 }
-
 
 }  // namespace zc

@@ -134,9 +134,7 @@ const PolicyTables& tables() {
 
 }  // namespace
 
-int policy_size(PolicyEncoding encoding) {
-  return encoding == PolicyEncoding::AZ4672 ? AZ_SIZE : LC0_SIZE;
-}
+int policy_size(PolicyEncoding encoding) { return encoding == PolicyEncoding::AZ4672 ? AZ_SIZE : LC0_SIZE; }
 
 PolicyEncoding policy_encoding_from_name(const std::string& name) {
   if (name == "az4672") return PolicyEncoding::AZ4672;

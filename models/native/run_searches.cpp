@@ -10,9 +10,7 @@ long long run_searches(const std::vector<SearchTree*>& trees, const BatchEvaluat
   ThreadPool pool(1);  // the calling thread: rounds are stepped in tree order
   std::vector<BatchPart> parts(trees.size());
   std::vector<bool> collecting(trees.size(), false);
-  const SlotOf collect_slot = [&](int i) {
-    return collecting[i] ? BatchSlot{trees[i], &parts[i], {}} : BatchSlot{};
-  };
+  const SlotOf collect_slot = [&](int i) { return collecting[i] ? BatchSlot{trees[i], &parts[i], {}} : BatchSlot{}; };
   Evaluation evaluation;
   const SlotOf deliver_slot = [&](int i) { return BatchSlot{trees[i], &parts[i], evaluation}; };
   LeafBatch batch;

@@ -132,8 +132,8 @@ struct Node {
   double terminal_value = 0.0;
   bool terminal = false;
   bool pending = false;
-  bool expanded = false;  // priors set
-  bool has_moves = false;  // edges allocated (pending or expanded)
+  bool expanded = false;      // priors set
+  bool has_moves = false;     // edges allocated (pending or expanded)
   bool proven_child = false;  // solver: some edge has a proof
   std::int8_t proof = PROOF_NONE;
   std::int32_t proof_plies = 0;
@@ -199,8 +199,8 @@ class SearchTree {
   // The game line is root_fen followed by `moves` (the python-chess move
   // stack); the search position is its end.  Throws ChessError naming the
   // FEN for an invalid position or an illegal move.
-  SearchTree(const SearchParams& params, PolicyEncoding encoding, std::shared_ptr<EvalCache> cache,
-             std::uint64_t seed, const std::string& root_fen, const std::vector<Move>& moves);
+  SearchTree(const SearchParams& params, PolicyEncoding encoding, std::shared_ptr<EvalCache> cache, std::uint64_t seed,
+             const std::string& root_fen, const std::vector<Move>& moves);
 
   const SearchParams& params() const { return params_; }
   const Board& board() const { return nodes_[root_].board; }
@@ -210,8 +210,7 @@ class SearchTree {
   void advance(Move move);  // ChessError for an illegal move
   // Gumbel: `gumbel` (if not null) gives the root noise of every legal move
   // (ChessError naming a missing move); else add_noise draws it.
-  void start(long long num_simulations, bool add_noise,
-             const std::vector<std::pair<Move, double>>* gumbel = nullptr);
+  void start(long long num_simulations, bool add_noise, const std::vector<std::pair<Move, double>>* gumbel = nullptr);
   bool finished() const { return nodes_[root_].expanded && done_ >= target_; }
   long long simulations_done() const { return done_; }
   long long collisions() const { return collisions_; }
@@ -296,9 +295,7 @@ class SearchTree {
   void set_moves(int node_id, const Move* moves, int count);
   void write_leaf(int node_id, const PathStep* path, int path_size, LeafBatch& out);
   void compact(int new_root);
-  CacheKey cache_key(const Node& node) const {
-    return CacheKey{node.key, node.repetitions < 2 ? node.repetitions : 2};
-  }
+  CacheKey cache_key(const Node& node) const { return CacheKey{node.key, node.repetitions < 2 ? node.repetitions : 2}; }
 
   SearchParams params_;
   PolicyEncoding encoding_;
@@ -319,7 +316,7 @@ class SearchTree {
   std::vector<Node> spare_nodes_;  // compaction target, swapped with nodes_
   std::vector<Edge> spare_edges_;
   std::vector<int> compact_order_;
-  std::vector<PathStep> path_;          // scratch path of the current simulation
+  std::vector<PathStep> path_;           // scratch path of the current simulation
   std::vector<PathStep> pending_paths_;  // paths of the pending leaves
   std::vector<Pending> pending_;
   int pending_moves_ = 0;

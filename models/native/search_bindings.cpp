@@ -139,16 +139,17 @@ void bind_tree(py::module_& m) {
       .def("result",
            [](const SearchTree& tree) {
              RootStats stats = tree.result();
-             return py::make_tuple(move_strings(stats.moves), to_array(stats.child_n), to_array(stats.child_w),
-                                   to_array(stats.priors), stats.root_value, stats.best,
-                                   to_array(std::vector<std::int64_t>(stats.policy.begin(), stats.policy.end())),
-                                   stats.improved.empty() ? py::object(py::none()) : py::object(to_array(stats.improved)),
-                                   stats.proof.empty() ? py::object(py::none())
-                                                       : py::object(to_array(std::vector<std::int64_t>(
-                                                             stats.proof.begin(), stats.proof.end()))),
-                                   stats.proof_plies.empty() ? py::object(py::none())
-                                                             : py::object(to_array(std::vector<std::int64_t>(
-                                                                   stats.proof_plies.begin(), stats.proof_plies.end()))));
+             return py::make_tuple(
+                 move_strings(stats.moves), to_array(stats.child_n), to_array(stats.child_w), to_array(stats.priors),
+                 stats.root_value, stats.best,
+                 to_array(std::vector<std::int64_t>(stats.policy.begin(), stats.policy.end())),
+                 stats.improved.empty() ? py::object(py::none()) : py::object(to_array(stats.improved)),
+                 stats.proof.empty()
+                     ? py::object(py::none())
+                     : py::object(to_array(std::vector<std::int64_t>(stats.proof.begin(), stats.proof.end()))),
+                 stats.proof_plies.empty() ? py::object(py::none())
+                                           : py::object(to_array(std::vector<std::int64_t>(stats.proof_plies.begin(),
+                                                                                           stats.proof_plies.end()))));
            })
       .def("history_snapshot",
            [](const SearchTree& tree) {

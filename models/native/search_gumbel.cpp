@@ -59,8 +59,7 @@ void SearchTree::gumbel_sigma(const Node& node) const {
 }
 
 // softmax(logits + sigma) (as models.search._softmax).
-void improved_policy(const std::vector<double>& logits, const std::vector<double>& sigma,
-                            std::vector<double>& out) {
+void improved_policy(const std::vector<double>& logits, const std::vector<double>& sigma, std::vector<double>& out) {
   const std::size_t count = logits.size();
   out.resize(count);
   double top = -std::numeric_limits<double>::infinity();

@@ -31,17 +31,12 @@ bool SearchTree::update_proof(Node& node) const {
   for (int i = 0; i < node.num_edges; ++i) {
     const int plies = edge[i].proof_plies + 1;
     switch (edge[i].proof) {
-      case PROOF_NONE:
-        all_proven = false;
-        break;
+      case PROOF_NONE: all_proven = false; break;
       case -1:
         if (best_win < 0 || plies < best_win) best_win = plies;
         break;
-      case 0:
-        draw = true;
-        break;
-      default:
-        longest = std::max(longest, plies);
+      case 0: draw = true; break;
+      default: longest = std::max(longest, plies);
     }
   }
   if (best_win >= 0) {

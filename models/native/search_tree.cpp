@@ -329,12 +329,11 @@ void SearchTree::write_leaf(int node_id, const PathStep* path, int path_size, Le
   ++out.leaves;
 }
 
-void SearchTree::validate(const float* logits, long long num_logits, const float* values,
-                          long long num_values) const {
+void SearchTree::validate(const float* logits, long long num_logits, const float* values, long long num_values) const {
   if (num_values != static_cast<long long>(pending_.size()) || num_logits != pending_moves_) {
-    throw ChessError("evaluator returned " + std::to_string(num_logits) + " logits and " +
-                     std::to_string(num_values) + " values for " + std::to_string(pending_moves_) +
-                     " moves of " + std::to_string(pending_.size()) + " leaves");
+    throw ChessError("evaluator returned " + std::to_string(num_logits) + " logits and " + std::to_string(num_values) +
+                     " values for " + std::to_string(pending_moves_) + " moves of " + std::to_string(pending_.size()) +
+                     " leaves");
   }
   for (std::size_t i = 0; i < pending_.size(); ++i) {
     const Pending& p = pending_[i];

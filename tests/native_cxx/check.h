@@ -52,19 +52,19 @@ inline int run_all() {
 
 }  // namespace check
 
-#define CHECK(condition)                                            \
-  do {                                                              \
-    if (!(condition)) check::fail(__FILE__, __LINE__, #condition);  \
+#define CHECK(condition)                                           \
+  do {                                                             \
+    if (!(condition)) check::fail(__FILE__, __LINE__, #condition); \
   } while (0)
 
-#define CHECK_EQ(a, b)                                                                                     \
-  do {                                                                                                     \
-    const auto check_a_ = (a);                                                                             \
-    const auto check_b_ = (b);                                                                             \
-    if (!(check_a_ == check_b_)) {                                                                         \
-      check::fail(__FILE__, __LINE__, std::string(#a " == " #b ": ") + std::to_string(check_a_) + " != " + \
-                                          std::to_string(check_b_));                                       \
-    }                                                                                                      \
+#define CHECK_EQ(a, b)                                                                                            \
+  do {                                                                                                            \
+    const auto check_a_ = (a);                                                                                    \
+    const auto check_b_ = (b);                                                                                    \
+    if (!(check_a_ == check_b_)) {                                                                                \
+      check::fail(__FILE__, __LINE__,                                                                             \
+                  std::string(#a " == " #b ": ") + std::to_string(check_a_) + " != " + std::to_string(check_b_)); \
+    }                                                                                                             \
   } while (0)
 
 #define CHECK_THROWS(statement)                                                          \
@@ -80,7 +80,7 @@ inline int run_all() {
 
 #define CHECK_CONCAT_(a, b) a##b
 #define CHECK_CONCAT(a, b) CHECK_CONCAT_(a, b)
-#define TEST(name)                                                                  \
-  static void name();                                                               \
-  static const check::Register CHECK_CONCAT(check_register_, name)(#name, &name);  \
+#define TEST(name)                                                                \
+  static void name();                                                             \
+  static const check::Register CHECK_CONCAT(check_register_, name)(#name, &name); \
   static void name()

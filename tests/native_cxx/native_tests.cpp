@@ -45,9 +45,7 @@ TEST(perft_position_4) {
   CHECK_EQ(perft_of("r3k2r/Pppp1ppp/1b3nbN/nP6/BBP1P3/q4N2/Pp1P2PP/R2Q1RK1 w kq - 0 1", 3), 9467u);
 }
 
-TEST(perft_position_5) {
-  CHECK_EQ(perft_of("rnbq1k1r/pp1Pbppp/2p5/8/2B5/8/PPP1NnPP/RNBQK2R w KQ - 1 8", 3), 62379u);
-}
+TEST(perft_position_5) { CHECK_EQ(perft_of("rnbq1k1r/pp1Pbppp/2p5/8/2B5/8/PPP1NnPP/RNBQK2R w KQ - 1 8", 3), 62379u); }
 
 TEST(perft_depth_zero_and_negative) {
   Board board = Board::starting();
@@ -140,7 +138,8 @@ struct FakeEvaluator {
       hashes[leaf] = splitmix(h);
     }
     values.resize(batch.leaves);
-    for (int leaf = 0; leaf < batch.leaves; ++leaf) values[leaf] = static_cast<float>((hashes[leaf] % 1001) / 1000.0 * 1.8 - 0.9);
+    for (int leaf = 0; leaf < batch.leaves; ++leaf)
+      values[leaf] = static_cast<float>((hashes[leaf] % 1001) / 1000.0 * 1.8 - 0.9);
     logits.resize(batch.rows.size());
     for (std::size_t j = 0; j < batch.rows.size(); ++j) {
       const std::uint64_t h = splitmix(hashes[batch.rows[j]] ^ static_cast<std::uint64_t>(batch.indices[j] + 1));
@@ -167,8 +166,8 @@ std::vector<std::unique_ptr<SearchTree>> smoke_trees(const SearchParams& params)
                         "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"};
   std::uint64_t seed = 7;
   for (const char* fen : fens) {
-    trees.push_back(std::make_unique<SearchTree>(params, PolicyEncoding::AZ4672, cache, seed++, fen,
-                                                 std::vector<Move>{}));
+    trees.push_back(
+        std::make_unique<SearchTree>(params, PolicyEncoding::AZ4672, cache, seed++, fen, std::vector<Move>{}));
     trees.back()->start(params.num_simulations, false);
   }
   return trees;

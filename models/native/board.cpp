@@ -130,11 +130,6 @@ int Board::color_at(int square) const {
   return -1;
 }
 
-int Board::king(Color color) const {
-  Bitboard kings = pieces_[color][KING];
-  return kings ? msb(kings) : NO_SQUARE;
-}
-
 // ---------------------------------------------------------------------------
 // Attacks.
 

@@ -127,7 +127,11 @@ class Board {
 
   int piece_type_at(Square square) const;  // 0 when empty
   int color_at(Square square) const;       // WHITE, BLACK or -1 when empty
-  Square king(Color color) const;          // square or NO_SQUARE
+  // The king's square (the highest of several in an invalid position) or NO_SQUARE.
+  Square king(Color color) const {
+    const Bitboard kings = pieces_[color][KING];
+    return kings ? 63 - __builtin_clzll(kings) : NO_SQUARE;
+  }
   // The type of `color`'s piece on `square` (a valid square), NO_PIECE when none.
   int piece_on(Color color, Square square) const {
     for (int t = PAWN; t <= KING; ++t) {

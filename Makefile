@@ -16,8 +16,11 @@ STAMP := $(VENV)/.zerochess-installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 NATIVE_SOURCES := setup.py $(wildcard models/native/*.cpp models/native/*.h)
+# The native core is built with -Werror here (setup.py reads
+# ZEROCHESS_NATIVE_WERROR): the code compiles clean under -Wall -Wextra.
+NATIVE_WERROR ?= 1
 
-.PHONY: demo test install stockfish ssh-tools toolchain native bench clean
+.PHONY: demo test install stockfish ssh-tools toolchain native native-test bench clean
 
 # The native core (models/native/, C++17) needs a C++ compiler and Python's
 # headers; Debian's g++ and python3-dev are installed when missing.
@@ -35,10 +38,30 @@ toolchain:
 $(STAMP): pyproject.toml Makefile $(NATIVE_SOURCES) | toolchain
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet $(TORCH_SPEC)
-	$(PY) -m pip install --quiet -e '.[test]'
+	ZEROCHESS_NATIVE_WERROR=$(NATIVE_WERROR) $(PY) -m pip install --quiet -e '.[test]'
 	touch $@
 
 native: $(STAMP)
+
+# The native core's C++ tests (tests/native_cxx/): the core's sources without
+# the Python bindings, compiled with g++ into build/native_tests and run;
+# they print "all passed".  tests/test_native_cxx.py runs this target.
+NATIVE_TEST_CXX ?= g++
+NATIVE_TEST_FLAGS := -std=c++17 -O2 -Wall -Wextra -Werror -pthread -Imodels/native -Itests/native_cxx
+NATIVE_TEST_SOURCES := $(filter-out %bindings.cpp,$(wildcard models/native/*.cpp)) tests/native_cxx/native_tests.cpp
+NATIVE_TEST_OBJECTS := $(patsubst %.cpp,build/native_tests.o/%.o,$(NATIVE_TEST_SOURCES))
+NATIVE_TEST_HEADERS := $(wildcard models/native/*.h tests/native_cxx/*.h)
+
+native-test: build/native_tests
+	./build/native_tests
+
+build/native_tests: $(NATIVE_TEST_OBJECTS)
+	$(NATIVE_TEST_CXX) $(NATIVE_TEST_FLAGS) $^ -o $@
+
+build/native_tests.o/%.o: %.cpp $(NATIVE_TEST_HEADERS)
+	@command -v $(NATIVE_TEST_CXX) >/dev/null || { echo "native-test: $(NATIVE_TEST_CXX) not found; 'make toolchain' installs Debian's g++" >&2; exit 1; }
+	@mkdir -p $(@D)
+	$(NATIVE_TEST_CXX) $(NATIVE_TEST_FLAGS) -c $< -o $@
 
 stockfish:
 	@if command -v stockfish >/dev/null || test -x /usr/games/stockfish; then \

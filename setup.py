@@ -3,7 +3,9 @@
 Release flags and no -march=native: the same wheel must run on every node of a
 cluster whatever its CPU generation (x86-64 baseline, SSE2).  Set
 ZEROCHESS_NATIVE_SANITIZE=1 to build with AddressSanitizer and UBSan (see the
-README's section on the native core).
+README's section on the native core), ZEROCHESS_NATIVE_WERROR=1 to turn
+warnings into errors (`make test` does: the core compiles clean under -Wall
+-Wextra).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ if os.environ.get("ZEROCHESS_NATIVE_SANITIZE"):
     sanitize = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g"]
     compile_args = ["-O1", "-ffp-contract=off", *sanitize]
     link_args += sanitize
+if os.environ.get("ZEROCHESS_NATIVE_WERROR") == "1":
+    compile_args.append("-Werror")
 
 setup(
     ext_modules=[

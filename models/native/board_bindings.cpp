@@ -29,26 +29,20 @@ std::vector<std::string> legal_uci(const Board& board) {
   return out;
 }
 
-// The legal move `uci` names in `board`; ChessError naming the move and the
-// position when it is malformed or illegal.
-Move legal_move(const Board& board, const std::string& uci) {
-  Move move;
-  try {
-    move = Move::from_uci(uci);
-  } catch (const ChessError&) {
-    throw ChessError("invalid UCI move '" + uci + "' in '" + board.fen() + "'");
-  }
-  if (!board.is_legal(move)) throw ChessError("illegal move '" + uci + "' in '" + board.fen() + "'");
-  return move;
+// The legal move `uci` names in `board` (ChessError naming the move and the
+// position otherwise).
+Move board_move(const Board& board, const std::string& uci) {
+  return zc::legal_move(
+      board, uci, [&] { return "in '" + board.fen() + "'"; }, false);
 }
 
 void push_uci(Board& board, const std::string& uci) {
-  const Move move = legal_move(board, uci);
+  const Move move = board_move(board, uci);
   Undo undo;
   board.make(move, undo);
 }
 
-bool gives_check_uci(const Board& board, const std::string& uci) { return board.gives_check(legal_move(board, uci)); }
+bool gives_check_uci(const Board& board, const std::string& uci) { return board.gives_check(board_move(board, uci)); }
 
 std::uint64_t board_perft(Board& board, int depth) {
   if (depth < 0) throw ChessError("perft depth must be >= 0, got " + std::to_string(depth));
@@ -72,39 +66,6 @@ std::string fen_terminal_reason(const std::string& fen, int repetitions) {
   return termination_name(terminal_reason(board, moves.size, repetitions));
 }
 
-bool same_position(const Board& a, const Board& b) {
-  for (int c = WHITE; c <= BLACK; ++c) {
-    if (a.occupied_co[c] != b.occupied_co[c]) return false;
-    for (int t = NO_PIECE; t <= KING; ++t) {
-      if (a.pieces[c][t] != b.pieces[c][t]) return false;
-    }
-  }
-  return a.turn == b.turn && a.castling == b.castling && a.ep_square == b.ep_square &&
-         a.halfmove_clock == b.halfmove_clock && a.fullmove_number == b.fullmove_number && a.key() == b.key() &&
-         a.compute_key() == b.compute_key() && a.status() == b.status();
-}
-
-// Makes and unmakes every legal move of `board`: after make the incremental
-// key must equal compute_key(), after unmake the position must be restored
-// exactly.  Returns the number of moves checked; ChessError on a mismatch.
-int check_make_unmake(const Board& board) {
-  Board work = board;
-  MoveList moves;
-  work.legal_moves(moves);
-  for (Move m : moves) {
-    Undo undo;
-    work.make(m, undo);
-    if (work.key() != work.compute_key()) {
-      throw ChessError("incremental key differs from compute_key after '" + m.uci() + "' in '" + board.fen() + "'");
-    }
-    work.unmake(m, undo);
-    if (!same_position(work, board)) {
-      throw ChessError("unmake of '" + m.uci() + "' did not restore '" + board.fen() + "' (got '" + work.fen() + "')");
-    }
-  }
-  return moves.size;
-}
-
 }  // namespace
 
 void bind_board(py::module_& m) {
@@ -120,9 +81,10 @@ void bind_board(py::module_& m) {
            "Whether a legal UCI move gives check, decided without playing it; ChessError if not legal.")
       .def("key", &Board::key, "Zobrist key of python-chess's _transposition_key() (kept incrementally).")
       .def("compute_key", &Board::compute_key, "The same key computed from scratch.")
-      .def_readonly("halfmove_clock", &Board::halfmove_clock)
-      .def_readonly("fullmove_number", &Board::fullmove_number)
-      .def_property_readonly("turn", [](const Board& b) { return b.turn == WHITE; }, "True when white is to move.")
+      .def_property_readonly("halfmove_clock", &Board::halfmove_clock)
+      .def_property_readonly("fullmove_number", &Board::fullmove_number)
+      .def_property_readonly(
+          "turn", [](const Board& b) { return b.turn() == WHITE; }, "True when white is to move.")
       .def("ply", &Board::ply)
       .def("is_insufficient_material", &Board::is_insufficient_material)
       .def("has_legal_en_passant", &Board::has_legal_en_passant)

@@ -2,83 +2,9 @@
 #include "driver.h"
 
 #include <cmath>
-#include <cstring>
 #include <utility>
 
 namespace zc {
-
-// ---------------------------------------------------------------------------
-// Thread pool
-
-ThreadPool::ThreadPool(int threads) {
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker(); });
-}
-
-ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
-  }
-  wake_.notify_all();
-  for (std::thread& thread : workers_) thread.join();
-}
-
-void ThreadPool::run_items() {
-  while (true) {
-    const int i = next_.fetch_add(1);
-    if (i >= job_size_) return;
-    try {
-      (*job_)(i);
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (!error_) error_ = std::current_exception();
-    }
-  }
-}
-
-void ThreadPool::worker() {
-  long long seen = 0;
-  while (true) {
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-    }
-    run_items();
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (--busy_ == 0) done_.notify_all();
-    }
-  }
-}
-
-void ThreadPool::parallel_for(int n, const std::function<void(int)>& fn) {
-  if (workers_.empty() || n <= 1) {
-    for (int i = 0; i < n; ++i) fn(i);
-    return;
-  }
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    job_ = &fn;
-    job_size_ = n;
-    next_ = 0;
-    busy_ = static_cast<int>(workers_.size());
-    error_ = nullptr;
-    ++generation_;
-  }
-  wake_.notify_all();
-  run_items();
-  std::exception_ptr error;
-  {
-    std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [&] { return busy_ == 0; });
-    job_ = nullptr;
-    error = error_;
-    error_ = nullptr;
-  }
-  if (error) std::rethrow_exception(error);
-}
 
 // ---------------------------------------------------------------------------
 // Driver
@@ -87,12 +13,7 @@ SelfPlayCore::SelfPlayCore(const DriverConfig& config)
     : config_(config),
       cache_(std::make_shared<EvalCache>(config.search.cache_size)),
       pool_(config.threads < 1 ? 1 : config.threads) {
-  if (config_.start_fens.empty()) config_.start_fens.push_back(Board::starting().fen());
-  for (const std::string& fen : config_.start_fens) {
-    Board board = Board::from_fen(fen);
-    std::string status = board.status();
-    if (!status.empty()) throw ChessError("invalid start position " + fen + " (" + status + ")");
-  }
+  check_start_fens(config_.start_fens);
   const int lanes = config_.games_in_flight >= 2 ? 2 : 1;
   lanes_.resize(lanes);
   per_lane_ = (config_.games_in_flight + lanes - 1) / lanes;
@@ -116,14 +37,19 @@ std::vector<FinishedGame> SelfPlayCore::take_finished() {
 void SelfPlayCore::set_results(int lane_index, const float* logits, long long num_logits, const float* values,
                                long long num_values) {
   Lane& lane = lanes_.at(lane_index);
-  if (num_logits != static_cast<long long>(lane.batch.rows.size()) || num_values != lane.batch.leaves) {
-    throw ChessError("evaluator returned " + std::to_string(num_logits) + " logits and " +
-                     std::to_string(num_values) + " values for " + std::to_string(lane.batch.rows.size()) +
-                     " moves of " + std::to_string(lane.batch.leaves) + " leaves");
-  }
+  check_evaluation_size(lane.batch, num_logits, num_values);
   lane.logits.assign(logits, logits + num_logits);
   lane.values.assign(values, values + num_values);
   lane.has_results = true;
+}
+
+void check_start_fens(std::vector<std::string>& fens) {
+  if (fens.empty()) fens.push_back(Board::starting().fen());
+  for (const std::string& fen : fens) {
+    Board board = Board::from_fen(fen);
+    std::string status = board.status();
+    if (!status.empty()) throw ChessError("invalid start position " + fen + " (" + status + ")");
+  }
 }
 
 Board draw_start_board(const std::vector<std::string>& fens, int random_plies, std::mt19937_64& rng) {
@@ -161,8 +87,8 @@ std::unique_ptr<SelfPlayCore::Game> SelfPlayCore::new_game(int index) {
   game->rng.seed(mix_seed(config_.seed, static_cast<std::uint64_t>(index)));
   Board board = start_board(game->rng);
   const std::string fen = board.fen();
-  game->tree = std::make_unique<SearchTree>(config_.search, config_.encoding, cache_, game->rng(), fen,
-                                            std::vector<Move>{});
+  game->tree =
+      std::make_unique<SearchTree>(config_.search, config_.encoding, cache_, game->rng(), fen, std::vector<Move>{});
   game->tree->set_deferred_cache(true);
   game->record.index = index;
   game->record.start_fen = fen;
@@ -213,7 +139,7 @@ void SelfPlayCore::play_move(Game& game) {
   const int ply = static_cast<int>(record.moves.size());
   const Move move = stats.moves[choose_move(stats, ply, config_.search, game.rng)];
   const Board& board = tree.board();
-  const int side = board.turn;
+  const int side = board.turn();
   record.fens.push_back(board.fen());
   record.moves.push_back(move.uci());
   record.turns.push_back(side == WHITE ? 1 : 0);
@@ -259,7 +185,7 @@ void SelfPlayCore::play_move(Game& game) {
   const Termination reason = terminal_reason(after, moves.size, tree.history().repetitions());
   if (reason != Termination::NONE) {
     if (reason == Termination::CHECKMATE) {
-      record.result = after.turn == WHITE ? "0-1" : "1-0";
+      record.result = after.turn() == WHITE ? "0-1" : "1-0";
     } else {
       record.result = "1/2-1/2";
     }
@@ -299,31 +225,24 @@ void SelfPlayCore::finish(Game& game) {
   finished_.push_back(std::move(record));
 }
 
-void SelfPlayCore::copy_planes(int lane, std::uint8_t* out) const {
-  for (const auto& game : lanes_.at(lane).games) {
-    const ByteBuffer& planes = game->leaves.planes;
-    if (planes.size()) std::memcpy(out + game->leaf_begin * PLANES_BYTES, planes.data(), planes.size());
-  }
+BatchSlot SelfPlayCore::slot(const Lane& lane, int i) const {
+  Game& game = *lane.games[i];
+  return BatchSlot{game.tree.get(), &game.part, Evaluation{lane.logits.data(), lane.values.data()}};
+}
+
+void SelfPlayCore::copy_planes(int lane_index, std::uint8_t* out) const {
+  const Lane& lane = lanes_.at(lane_index);
+  const SlotOf slot_of = [&](int i) { return slot(lane, i); };
+  zc::copy_planes(static_cast<int>(lane.games.size()), slot_of, out);
 }
 
 int SelfPlayCore::step(int lane_index) {
   Lane& lane = lanes_.at(lane_index);
   auto& games = lane.games;
+  const SlotOf slot_of = [&](int i) { return slot(lane, i); };
   if (lane.has_results) {
     lane.has_results = false;
-    const float* logits = lane.logits.data();
-    const float* values = lane.values.data();
-    const int n = static_cast<int>(games.size());
-    pool_.parallel_for(n, [&](int i) {
-      Game& game = *games[i];
-      SearchTree& tree = *game.tree;
-      if (tree.pending_leaves() == 0) return;
-      tree.validate(logits + game.move_begin, tree.pending_moves(), values + game.leaf_begin, tree.pending_leaves());
-    });
-    pool_.parallel_for(n, [&](int i) {
-      Game& game = *games[i];
-      if (game.tree->pending_leaves()) game.tree->deliver(logits + game.move_begin, values + game.leaf_begin);
-    });
+    deliver_batch(pool_, static_cast<int>(games.size()), slot_of);
     for (auto& game : games) game->tree->flush_cache_puts();
   }
   pool_.parallel_for(static_cast<int>(games.size()), [&](int i) {
@@ -341,32 +260,10 @@ int SelfPlayCore::step(int lane_index) {
   games.swap(kept);
   while (started_ < config_.games && static_cast<int>(games.size()) < per_lane_) games.push_back(new_game(started_++));
   const int n = static_cast<int>(games.size());
-  pool_.parallel_for(n, [&](int i) {
-    Game& game = *games[i];
-    game.leaves.clear();
-    game.tree->collect(game.leaves);
-  });
-  long long leaves = 0, moves = 0;
-  for (auto& game : games) {
-    game->tree->flush_cache_touches();
-    game->leaf_begin = leaves;
-    game->move_begin = moves;
-    leaves += game->leaves.leaves;
-    moves += static_cast<long long>(game->leaves.rows.size());
-  }
-  LeafBatch& batch = lane.batch;
-  batch.leaves = static_cast<int>(leaves);
-  batch.rows.resize(static_cast<std::size_t>(moves));
-  batch.indices.resize(static_cast<std::size_t>(moves));
-  pool_.parallel_for(n, [&](int i) {
-    const Game& game = *games[i];
-    const LeafBatch& own = game.leaves;
-    if (own.leaves == 0) return;
-    for (std::size_t j = 0; j < own.rows.size(); ++j) {
-      batch.rows[game.move_begin + j] = own.rows[j] + game.leaf_begin;
-      batch.indices[game.move_begin + j] = own.indices[j];
-    }
-  });
+  collect_leaves(pool_, n, slot_of);
+  for (auto& game : games) game->tree->flush_cache_touches();
+  gather_batch(pool_, n, slot_of, lane.batch);
+  const long long leaves = lane.batch.leaves;
   if (leaves) {
     stats_.evaluations += leaves;
     stats_.batches += 1;
@@ -378,22 +275,17 @@ int SelfPlayCore::step(int lane_index) {
 // Matches
 
 static std::string game_over_result(const Board& after, Termination reason) {
-  if (reason == Termination::CHECKMATE) return after.turn == WHITE ? "0-1" : "1-0";
+  if (reason == Termination::CHECKMATE) return after.turn() == WHITE ? "0-1" : "1-0";
   return "1/2-1/2";
 }
 
 MatchCore::MatchCore(const MatchConfig& config) : config_(config), pool_(config.threads < 1 ? 1 : config.threads) {
-  if (config_.start_fens.empty()) config_.start_fens.push_back(Board::starting().fen());
-  for (const std::string& fen : config_.start_fens) {
-    Board board = Board::from_fen(fen);
-    std::string status = board.status();
-    if (!status.empty()) throw ChessError("invalid start position " + fen + " (" + status + ")");
-  }
+  check_start_fens(config_.start_fens);
   for (int p = 0; p < 2; ++p) caches_[p] = std::make_shared<EvalCache>(config_.search[p].cache_size);
 }
 
 int MatchCore::player_to_move(const Game& game) const {
-  const bool white = game.trees[0]->board().turn == WHITE;
+  const bool white = game.trees[0]->board().turn() == WHITE;
   return white == game.record.a_is_white ? 0 : 1;
 }
 
@@ -444,12 +336,7 @@ void MatchCore::play_move(Game& game) {
 
 void MatchCore::set_results(int player, const float* logits, long long num_logits, const float* values,
                             long long num_values) {
-  const LeafBatch& batch = batches_[player];
-  if (num_logits != static_cast<long long>(batch.rows.size()) || num_values != batch.leaves) {
-    throw ChessError("evaluator returned " + std::to_string(num_logits) + " logits and " +
-                     std::to_string(num_values) + " values for " + std::to_string(batch.rows.size()) +
-                     " moves of " + std::to_string(batch.leaves) + " leaves");
-  }
+  check_evaluation_size(batches_[player], num_logits, num_values);
   logits_[player].assign(logits, logits + num_logits);
   values_[player].assign(values, values + num_values);
   has_results_[player] = true;
@@ -461,36 +348,27 @@ std::vector<MatchRecord> MatchCore::take_finished() {
   return out;
 }
 
+BatchSlot MatchCore::slot(int player, int i) const {
+  Game& game = *games_[i];
+  if (player >= 0 && game.mover != player) return BatchSlot{};
+  const int p = game.mover;
+  const Evaluation evaluation = has_results_[p] ? Evaluation{logits_[p].data(), values_[p].data()} : Evaluation{};
+  return BatchSlot{game.trees[p].get(), &game.part, evaluation};
+}
+
 void MatchCore::copy_planes(int player, std::uint8_t* out) const {
-  for (const auto& game : games_) {
-    if (game->mover != player) continue;
-    const ByteBuffer& planes = game->leaves.planes;
-    if (planes.size()) std::memcpy(out + game->leaf_begin * PLANES_BYTES, planes.data(), planes.size());
-  }
+  const SlotOf player_to_move = [&](int i) { return slot(player, i); };
+  zc::copy_planes(static_cast<int>(games_.size()), player_to_move, out);
 }
 
 void MatchCore::step() {
-  const int n = static_cast<int>(games_.size());
+  const SlotOf every_game = [&](int i) { return slot(-1, i); };
   if (has_results_[0] || has_results_[1]) {
-    pool_.parallel_for(n, [&](int i) {
-      Game& game = *games_[i];
-      SearchTree& tree = *game.trees[game.mover];
-      if (tree.pending_leaves() == 0) return;
-      if (!has_results_[game.mover]) throw ChessError("no evaluation for a pending batch");
-      tree.validate(logits_[game.mover].data() + game.move_begin, tree.pending_moves(),
-                    values_[game.mover].data() + game.leaf_begin, tree.pending_leaves());
-    });
-    pool_.parallel_for(n, [&](int i) {
-      Game& game = *games_[i];
-      SearchTree& tree = *game.trees[game.mover];
-      if (tree.pending_leaves()) {
-        tree.deliver(logits_[game.mover].data() + game.move_begin, values_[game.mover].data() + game.leaf_begin);
-      }
-    });
+    deliver_batch(pool_, static_cast<int>(games_.size()), every_game);
     for (auto& game : games_) game->trees[game->mover]->flush_cache_puts();
     has_results_[0] = has_results_[1] = false;
   }
-  pool_.parallel_for(n, [&](int i) {
+  pool_.parallel_for(static_cast<int>(games_.size()), [&](int i) {
     Game& game = *games_[i];
     if (game.trees[game.mover]->finished()) play_move(game);
   });
@@ -506,33 +384,12 @@ void MatchCore::step() {
   while (started_ < config_.games && static_cast<int>(games_.size()) < config_.games_in_flight) {
     games_.push_back(new_game(started_++));
   }
-  const int count = static_cast<int>(games_.size());
-  pool_.parallel_for(count, [&](int i) {
-    Game& game = *games_[i];
-    game.leaves.clear();
-    game.trees[game.mover]->collect(game.leaves);
-  });
-  long long leaves[2] = {0, 0}, moves[2] = {0, 0};
-  for (auto& game : games_) {
-    const int p = game->mover;
-    game->trees[p]->flush_cache_touches();
-    game->leaf_begin = leaves[p];
-    game->move_begin = moves[p];
-    leaves[p] += game->leaves.leaves;
-    moves[p] += static_cast<long long>(game->leaves.rows.size());
-  }
+  const int n = static_cast<int>(games_.size());
+  collect_leaves(pool_, n, every_game);
+  for (auto& game : games_) game->trees[game->mover]->flush_cache_touches();
   for (int p = 0; p < 2; ++p) {
-    batches_[p].leaves = static_cast<int>(leaves[p]);
-    batches_[p].rows.resize(static_cast<std::size_t>(moves[p]));
-    batches_[p].indices.resize(static_cast<std::size_t>(moves[p]));
-  }
-  for (auto& game : games_) {
-    LeafBatch& batch = batches_[game->mover];
-    const LeafBatch& own = game->leaves;
-    for (std::size_t j = 0; j < own.rows.size(); ++j) {
-      batch.rows[game->move_begin + j] = own.rows[j] + game->leaf_begin;
-      batch.indices[game->move_begin + j] = own.indices[j];
-    }
+    const SlotOf player_to_move = [&](int i) { return slot(p, i); };
+    gather_batch(pool_, n, player_to_move, batches_[p]);
   }
 }
 

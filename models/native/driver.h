@@ -12,32 +12,34 @@
 // the number of threads or on the overlap of evaluation and search.
 #pragma once
 
-#include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <exception>
-#include <functional>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "batching.h"
 #include "encoding.h"
 #include "search.h"
+#include "thread_pool.h"
 
 namespace zc {
 
-struct DriverConfig {
-  SearchParams search;
+// What both drivers play: how many games, how many at once, from which
+// start positions, for how long, on how many threads.
+struct GamesConfig {
   PolicyEncoding encoding = PolicyEncoding::AZ4672;
   int games = 0;
   int games_in_flight = 1;
   std::uint64_t seed = 0;
-  std::vector<std::string> start_fens;
+  std::vector<std::string> start_fens;  // empty: the starting position
   int random_plies = 0;
   int max_plies = 512;
+  int threads = 1;
+};
+
+struct DriverConfig : GamesConfig {
+  SearchParams search;
   double full_search_prob = 1.0;
   int fast_simulations = 32;
   double resign_threshold = -1.0;  // <= -1 disables resigning
@@ -51,7 +53,6 @@ struct DriverConfig {
   int draw_adjudication_window = 20;
   double draw_adjudication_q = 0.05;
   double draw_adjudication_playthrough = 0.0;
-  int threads = 1;
 };
 
 // A finished game, flat arrays (see models.native_search.NativeGame).
@@ -59,7 +60,7 @@ struct FinishedGame {
   int index = 0;
   std::string start_fen, result, termination;
   bool playthrough = false;
-  int would_resign = -1;  // -1 none, WHITE, BLACK
+  int would_resign = -1;          // -1 none, WHITE, BLACK
   bool draw_playthrough = false;  // draw adjudication disabled in this game
   int would_draw = -1;            // its plies when it would have been adjudicated a draw; -1 never
   std::vector<std::string> fens, moves;
@@ -72,31 +73,6 @@ struct FinishedGame {
   // pi of each listed move: PUCT visits / their sum (the visited moves);
   // Gumbel: the improved policy (every legal move; its visits may be 0).
   std::vector<float> policy_probs;
-};
-
-// Runs fn(i) for i in [0, n) on the calling thread and the pool's workers;
-// rethrows the first exception.
-class ThreadPool {
- public:
-  explicit ThreadPool(int threads);
-  ~ThreadPool();
-  ThreadPool(const ThreadPool&) = delete;
-  ThreadPool& operator=(const ThreadPool&) = delete;
-  void parallel_for(int n, const std::function<void(int)>& fn);
-
- private:
-  void worker();
-  void run_items();
-  std::vector<std::thread> workers_;
-  std::mutex mutex_;
-  std::condition_variable wake_, done_;
-  const std::function<void(int)>* job_ = nullptr;
-  int job_size_ = 0;
-  std::atomic<int> next_{0};
-  int busy_ = 0;
-  long long generation_ = 0;
-  bool stop_ = false;
-  std::exception_ptr error_;
 };
 
 struct DriverStats {
@@ -133,8 +109,7 @@ class SelfPlayCore {
     int low_streak[2] = {0, 0};
     int quiet_streak = 0;  // consecutive plies with root |q| < draw_adjudication_q
     bool over = false;
-    LeafBatch leaves;
-    long long leaf_begin = 0, move_begin = 0;
+    BatchPart part;  // its leaves in the lane's batch
   };
   struct Lane {
     std::vector<std::unique_ptr<Game>> games;
@@ -143,6 +118,8 @@ class SelfPlayCore {
     bool has_results = false;
   };
 
+  // Game i of the lane in the batching loop (batching.h).
+  BatchSlot slot(const Lane& lane, int i) const;
   std::unique_ptr<Game> new_game(int index);
   Board start_board(std::mt19937_64& rng) const;
   void start_search(Game& game);
@@ -161,20 +138,16 @@ class SelfPlayCore {
   DriverStats stats_;
 };
 
+// The start positions of a driver: the starting position when `fens` is
+// empty; ChessError naming an invalid one.
+void check_start_fens(std::vector<std::string>& fens);
+
 // A start position: one of `fens` plus `random_plies` random moves, never a
 // finished game; the returned board has no history.
 Board draw_start_board(const std::vector<std::string>& fens, int random_plies, std::mt19937_64& rng);
 
-struct MatchConfig {
+struct MatchConfig : GamesConfig {
   SearchParams search[2];  // player A, player B
-  PolicyEncoding encoding = PolicyEncoding::AZ4672;
-  int games = 0;
-  int games_in_flight = 1;
-  std::uint64_t seed = 0;
-  std::vector<std::string> start_fens;
-  int random_plies = 0;
-  int max_plies = 512;
-  int threads = 1;
 };
 
 struct MatchRecord {
@@ -206,9 +179,11 @@ class MatchCore {
     MatchRecord record;
     int mover = 0;  // player to move
     bool over = false;
-    LeafBatch leaves;
-    long long leaf_begin = 0, move_begin = 0;
+    BatchPart part;  // its leaves in the batch of the player to move
   };
+  // Game i in the batching loop (batching.h); with player >= 0, an empty
+  // slot unless that player is to move.
+  BatchSlot slot(int player, int i) const;
   std::unique_ptr<Game> new_game(int index);
   void play_move(Game& game);
   int player_to_move(const Game& game) const;

@@ -58,11 +58,11 @@ inline std::uint8_t clamp_count(long long value) {
 // standard chess: corner rooks still entitled to castle, the king (never a
 // promoted piece in standard chess) on its home square.
 std::uint64_t clean_castling(const Board& board) {
-  const std::uint64_t rights = board.castling & board.by_type(ROOK);
-  std::uint64_t white = rights & board.occupied_co[WHITE] & CORNERS_WHITE;
-  std::uint64_t black = rights & board.occupied_co[BLACK] & CORNERS_BLACK;
-  if (!(board.pieces[WHITE][KING] & bit(E1))) white = 0;
-  if (!(board.pieces[BLACK][KING] & bit(E8))) black = 0;
+  const std::uint64_t rights = board.castling() & board.by_type(ROOK);
+  std::uint64_t white = rights & board.occupied_co(WHITE) & CORNERS_WHITE;
+  std::uint64_t black = rights & board.occupied_co(BLACK) & CORNERS_BLACK;
+  if (!(board.pieces(WHITE, KING) & bit(E1))) white = 0;
+  if (!(board.pieces(BLACK, KING) & bit(E8))) black = 0;
   return white | black;
 }
 
@@ -70,7 +70,7 @@ void castling_flags(const Board& board, Color color, std::uint64_t rights, std::
                     std::uint8_t& queenside) {
   const std::uint64_t backrank = color == WHITE ? RANK_1 : RANK_8;
   const std::uint64_t rooks = rights & backrank;
-  const std::uint64_t king = board.pieces[color][KING] & backrank;
+  const std::uint64_t king = board.pieces(color, KING) & backrank;
   kingside = queenside = 0;
   if (!rooks || !king) return;
   const std::uint64_t highest = bit(63 - __builtin_clzll(rooks));
@@ -85,16 +85,16 @@ Row board_row(const Board& board, int repetitions) {
   Row row{};
   for (int color = 0; color < 2; ++color) {
     for (int type = PAWN; type <= KING; ++type) {
-      row[6 * color + type - 1] = board.pieces[color][type];
+      row[6 * color + type - 1] = board.pieces(static_cast<Color>(color), type);
     }
   }
-  if (board.ep_square != NO_SQUARE && board.has_legal_en_passant()) {
-    const int ep = board.ep_square;
+  if (board.ep_square() != NO_SQUARE && board.has_legal_en_passant()) {
+    const int ep = board.ep_square();
     const int file = ep & 7;
     // A legal en passant capture implies ep on rank 6 (white to move) or 3.
-    if (board.turn == WHITE && ep >= 40 && ep < 48) {  // black pawn on rank 5 drawn on rank 8
+    if (board.turn() == WHITE && ep >= 40 && ep < 48) {  // black pawn on rank 5 drawn on rank 8
       row[6] = (row[6] & ~bit(ep - 8)) | bit(56 + file);
-    } else if (board.turn == BLACK && ep >= 16 && ep < 24) {  // white pawn on rank 4 drawn on rank 1
+    } else if (board.turn() == BLACK && ep >= 16 && ep < 24) {  // white pawn on rank 4 drawn on rank 1
       row[0] = (row[0] & ~bit(ep + 8)) | bit(file);
     }
   }
@@ -105,16 +105,15 @@ Row board_row(const Board& board, int repetitions) {
 
 Meta board_meta(const Board& board) {
   Meta meta{};
-  const Color us = board.turn;
+  const Color us = board.turn();
   const Color them = us == WHITE ? BLACK : WHITE;
   const std::uint64_t rights = clean_castling(board);
-  const long long ply =
-      2 * (static_cast<long long>(board.fullmove_number) - 1) + (us == BLACK ? 1 : 0);
+  const long long ply = 2 * (static_cast<long long>(board.fullmove_number()) - 1) + (us == BLACK ? 1 : 0);
   meta[0] = us == BLACK ? 1 : 0;
   meta[1] = clamp_count(ply);
   castling_flags(board, us, rights, meta[2], meta[3]);
   castling_flags(board, them, rights, meta[4], meta[5]);
-  meta[6] = clamp_count(board.halfmove_clock);
+  meta[6] = clamp_count(board.halfmove_clock());
   return meta;
 }
 

@@ -41,7 +41,7 @@ class GameLine {
   void push(const Board& board);  // append the new current position
   void pop();                     // throws ChessError when empty
   int size() const { return static_cast<int>(keys_.size()); }
-  int repetitions() const;        // of the current position, before it in the line
+  int repetitions() const;  // of the current position, before it in the line
   int occurrences(std::uint64_t key) const;
   // The last 8 rows, step 0 first, zero rows before the root; throws
   // ChessError when the line is empty.
@@ -75,7 +75,7 @@ void policy_indices(PolicyEncoding encoding, const Board& board, const MoveList&
 // from_uci) is lut[policy_key(board, m)], -1 when not encodable.
 const std::int16_t* policy_lut(PolicyEncoding encoding, const Board& board);
 inline int policy_key(const Board& board, Move move) {
-  const int flip = board.turn == WHITE ? 0 : 56;
+  const int flip = board.turn() == WHITE ? 0 : 56;
   return ((move.from() ^ flip) << 9) | ((move.to() ^ flip) << 3) | move.promotion();
 }
 

@@ -31,25 +31,10 @@ Board parse_position(const std::string& fen) {
   return board;
 }
 
-// The legal move `uci` of `board`; otherwise ChessError naming the move and
-// where(), the position or the line (built only on error).
-template <typename Where>
-Move legal_move(const Board& board, const std::string& uci, const Where& where) {
-  Move move;
-  try {
-    move = Move::from_uci(uci);
-  } catch (const ChessError& error) {
-    throw ChessError("invalid move '" + uci + "' " + where() + ": " + error.what());
-  }
-  if (!board.is_legal(move)) throw ChessError("illegal move '" + uci + "' " + where());
-  return move;
-}
-
 // Plays moves[ply] on `board` (legality checked); errors name the line.
 void play(Board& board, const std::vector<std::string>& moves, std::size_t ply, const std::string& fen) {
   const Move move = legal_move(board, moves[ply], [&] {
-    return "in position '" + board.fen() + "' (move " + std::to_string(ply + 1) + " of the line from '" +
-           fen + "')";
+    return "in position '" + board.fen() + "' (move " + std::to_string(ply + 1) + " of the line from '" + fen + "')";
   });
   Undo undo;
   board.make(move, undo);
@@ -97,7 +82,7 @@ py::array_t<std::uint8_t> encode_line_all(const std::string& fen, const std::vec
 }
 
 py::array_t<std::int64_t> py_policy_indices(const std::string& fen, const std::vector<std::string>& moves,
-                                         const std::string& encoding) {
+                                            const std::string& encoding) {
   std::vector<std::int64_t> indices(moves.size());
   {
     py::gil_scoped_release release;
@@ -116,7 +101,7 @@ py::array_t<std::int64_t> py_policy_indices(const std::string& fen, const std::v
 // Board::legal_moves order), flat, with offsets (positions + 1) and the UCI of
 // each move.
 py::tuple py_line_policy_indices(const std::string& fen, const std::vector<std::string>& moves,
-                              const std::string& encoding) {
+                                 const std::string& encoding) {
   std::vector<std::int64_t> offsets{0};
   std::vector<std::int64_t> indices;
   std::vector<Move> legal;
@@ -176,8 +161,9 @@ void bind_encoding(py::module_& m) {
         "For every position of the line, the indices of all its legal moves:\n"
         "(indices int64 flat, offsets int64 (len(moves) + 2,), UCI list of those moves);\n"
         "position i owns indices[offsets[i]:offsets[i + 1]].");
-  m.def("policy_size", [](const std::string& encoding) { return policy_size(policy_encoding_from_name(encoding)); },
-        py::arg("encoding"), "Number of policy entries of the encoding (4672 or 1858).");
+  m.def(
+      "policy_size", [](const std::string& encoding) { return policy_size(policy_encoding_from_name(encoding)); },
+      py::arg("encoding"), "Number of policy entries of the encoding (4672 or 1858).");
   m.def("board_row", &row_of_fen, py::arg("fen"), py::arg("repetitions") = 0,
         "The (14,) uint64 row of the FEN's position (= models.encoding.board_row).");
   m.def("board_meta", &meta_of_fen, py::arg("fen"),

@@ -134,9 +134,7 @@ const PolicyTables& tables() {
 
 }  // namespace
 
-int policy_size(PolicyEncoding encoding) {
-  return encoding == PolicyEncoding::AZ4672 ? AZ_SIZE : LC0_SIZE;
-}
+int policy_size(PolicyEncoding encoding) { return encoding == PolicyEncoding::AZ4672 ? AZ_SIZE : LC0_SIZE; }
 
 PolicyEncoding policy_encoding_from_name(const std::string& name) {
   if (name == "az4672") return PolicyEncoding::AZ4672;
@@ -146,8 +144,8 @@ PolicyEncoding policy_encoding_from_name(const std::string& name) {
 
 const std::int16_t* policy_lut(PolicyEncoding encoding, const Board& board) {
   const int enc = encoding == PolicyEncoding::LC0_1858 ? 1 : 0;
-  const std::uint64_t home = board.turn == WHITE ? (std::uint64_t{1} << E1) : (std::uint64_t{1} << E8);
-  const bool king_home = (board.pieces[board.turn][KING] & home) != 0;
+  const std::uint64_t home = board.turn() == WHITE ? (std::uint64_t{1} << E1) : (std::uint64_t{1} << E8);
+  const bool king_home = (board.pieces(board.turn(), KING) & home) != 0;
   return tables().luts[enc][king_home ? 1 : 0].data();
 }
 

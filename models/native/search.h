@@ -1,11 +1,16 @@
-// zerochess native core: PUCT tree search (AlphaZero), the C++ twin of
-// models/search.py (GameTree), which is its specification: the same selection
-// formula, first-play urgency, virtual loss, batched leaf collection, tree
-// reuse, evaluation cache and terminal rules, with the same arithmetic in the
-// same order (double everywhere) so that both give the same visit counts for
-// the same priors and values.
+// zerochess native core: PUCT tree search (AlphaZero), the C++ twin of the
+// models.search modules (GameTree), which are its specification: the same
+// selection formula, first-play urgency, virtual loss, batched leaf
+// collection, tree reuse, evaluation cache and terminal rules, with the same
+// arithmetic in the same order (double everywhere) so that both give the same
+// visit counts for the same priors and values.
 //
-// Signs (as in models/search.py): Node::value_sum / visits is the mean value
+// Implemented in eval_cache.cpp (EvalCache), search_tree.cpp (nodes, reuse,
+// leaves, delivery), search_select.cpp (selection, backup, result, move
+// choice), search_gumbel.cpp (Gumbel AlphaZero) and search_solver.cpp
+// (MCTS-solver); run_searches.h steps many trees with one evaluator.
+//
+// Signs (as in the Python reference): Node::value_sum / visits is the mean value
 // from the node's side to move; Edge::w / Edge::n is the mean value of the move
 // from the side choosing it.
 #pragma once
@@ -127,8 +132,8 @@ struct Node {
   double terminal_value = 0.0;
   bool terminal = false;
   bool pending = false;
-  bool expanded = false;  // priors set
-  bool has_moves = false;  // edges allocated (pending or expanded)
+  bool expanded = false;      // priors set
+  bool has_moves = false;     // edges allocated (pending or expanded)
   bool proven_child = false;  // solver: some edge has a proof
   std::int8_t proof = PROOF_NONE;
   std::int32_t proof_plies = 0;
@@ -194,8 +199,8 @@ class SearchTree {
   // The game line is root_fen followed by `moves` (the python-chess move
   // stack); the search position is its end.  Throws ChessError naming the
   // FEN for an invalid position or an illegal move.
-  SearchTree(const SearchParams& params, PolicyEncoding encoding, std::shared_ptr<EvalCache> cache,
-             std::uint64_t seed, const std::string& root_fen, const std::vector<Move>& moves);
+  SearchTree(const SearchParams& params, PolicyEncoding encoding, std::shared_ptr<EvalCache> cache, std::uint64_t seed,
+             const std::string& root_fen, const std::vector<Move>& moves);
 
   const SearchParams& params() const { return params_; }
   const Board& board() const { return nodes_[root_].board; }
@@ -205,8 +210,7 @@ class SearchTree {
   void advance(Move move);  // ChessError for an illegal move
   // Gumbel: `gumbel` (if not null) gives the root noise of every legal move
   // (ChessError naming a missing move); else add_noise draws it.
-  void start(long long num_simulations, bool add_noise,
-             const std::vector<std::pair<Move, double>>* gumbel = nullptr);
+  void start(long long num_simulations, bool add_noise, const std::vector<std::pair<Move, double>>* gumbel = nullptr);
   bool finished() const { return nodes_[root_].expanded && done_ >= target_; }
   long long simulations_done() const { return done_; }
   long long collisions() const { return collisions_; }
@@ -291,9 +295,7 @@ class SearchTree {
   void set_moves(int node_id, const Move* moves, int count);
   void write_leaf(int node_id, const PathStep* path, int path_size, LeafBatch& out);
   void compact(int new_root);
-  CacheKey cache_key(const Node& node) const {
-    return CacheKey{node.key, node.repetitions < 2 ? node.repetitions : 2};
-  }
+  CacheKey cache_key(const Node& node) const { return CacheKey{node.key, node.repetitions < 2 ? node.repetitions : 2}; }
 
   SearchParams params_;
   PolicyEncoding encoding_;
@@ -314,7 +316,7 @@ class SearchTree {
   std::vector<Node> spare_nodes_;  // compaction target, swapped with nodes_
   std::vector<Edge> spare_edges_;
   std::vector<int> compact_order_;
-  std::vector<PathStep> path_;          // scratch path of the current simulation
+  std::vector<PathStep> path_;           // scratch path of the current simulation
   std::vector<PathStep> pending_paths_;  // paths of the pending leaves
   std::vector<Pending> pending_;
   int pending_moves_ = 0;
@@ -336,6 +338,9 @@ long long considered_visit(int considered, long long budget, long long simulatio
 
 // Softmax in double of `count` logits (max subtracted), into out.
 void softmax(const float* logits, int count, double* out);
+// softmax(logits + sigma) in double (max subtracted), into out (Gumbel's
+// improved policy, as models.search._softmax).
+void improved_policy(const std::vector<double>& logits, const std::vector<double>& sigma, std::vector<double>& out);
 
 // Self-play move choice (models.search.select_move): sample proportional to
 // N^(1/T) for plies < temperature_plies (T > 0), else the best move.

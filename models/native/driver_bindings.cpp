@@ -1,0 +1,200 @@
+// zerochess native core: Python bindings of the two drivers, SelfPlayCore
+// (self-play games) and MatchCore (games between two players).  Python
+// reference: pipeline/selfplay.py (the rules) and the native wrapper
+// models.native_search.
+//
+// Both are stepped the same way from Python: step(), then batch(i) (planes,
+// rows, indices) for the evaluator and set_results(i, (logits, values)).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <array>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bindings.h"
+#include "driver.h"
+
+namespace py = pybind11;
+
+namespace zc {
+
+namespace {
+
+template <typename T, std::size_t N>
+py::array_t<T> table_array(const std::vector<std::array<T, N>>& rows) {
+  py::array_t<T> out({static_cast<py::ssize_t>(rows.size()), static_cast<py::ssize_t>(N)});
+  if (!rows.empty()) std::memcpy(out.mutable_data(), rows.data(), rows.size() * sizeof(T) * N);
+  return out;
+}
+
+py::array bool_array(const std::vector<std::uint8_t>& values) {
+  return py::array(py::dtype("bool"), {static_cast<py::ssize_t>(values.size())}, {}, values.data());
+}
+
+py::dict game_dict(const FinishedGame& game) {
+  py::dict out;
+  out["index"] = game.index;
+  out["start_fen"] = game.start_fen;
+  out["result"] = game.result;
+  out["termination"] = game.termination;
+  out["playthrough"] = game.playthrough;
+  out["would_resign"] = game.would_resign;
+  out["draw_playthrough"] = game.draw_playthrough;
+  out["would_draw"] = game.would_draw;
+  out["fens"] = game.fens;
+  out["moves"] = game.moves;
+  out["turns"] = bool_array(game.turns);
+  py::array_t<std::uint64_t> history({static_cast<py::ssize_t>(game.moves.size()),
+                                      static_cast<py::ssize_t>(HISTORY_STEPS), static_cast<py::ssize_t>(ROW_WIDTH)});
+  if (!game.history.empty())
+    std::memcpy(history.mutable_data(), game.history.data(), game.history.size() * sizeof(Row));
+  out["history"] = history;
+  out["meta"] = table_array(game.meta);
+  out["root_q"] = to_array(game.root_q);
+  out["full_search"] = bool_array(game.full_search);
+  out["policy_offsets"] = to_array(game.policy_offsets);
+  out["policy_index"] = to_array(game.policy_index);
+  out["policy_visits"] = to_array(game.policy_visits);
+  out["policy_probs"] = to_array(game.policy_probs);
+  return out;
+}
+
+// The fields both drivers share, in their constructors' argument order.
+void set_games(GamesConfig& config, const std::string& encoding, int games, int games_in_flight, std::uint64_t seed,
+               std::vector<std::string> start_fens, int random_plies, int max_plies, int threads) {
+  config.encoding = policy_encoding_from_name(encoding);
+  config.games = games;
+  config.games_in_flight = games_in_flight;
+  config.seed = seed;
+  config.start_fens = std::move(start_fens);
+  config.random_plies = random_plies;
+  config.max_plies = max_plies;
+  config.threads = threads;
+}
+
+// batch(i), set_results(i, output) and done() of a driver (batch i: a lane
+// of SelfPlayCore, a player of MatchCore).
+template <typename Core>
+void def_batches(py::class_<Core>& cls) {
+  cls.def("batch",
+          [](const Core& core, int i) {
+            return batch_arrays(core.batch(i), [&core, i](std::uint8_t* out) { core.copy_planes(i, out); });
+          })
+      .def("set_results",
+           [](Core& core, int i, const py::object& output) {
+             const LeafBatch& batch = core.batch(i);
+             auto [logits, values] = evaluation_arrays(output, static_cast<long long>(batch.rows.size()), batch.leaves);
+             core.set_results(i, logits.data(), logits.shape(0), values.data(), values.shape(0));
+           })
+      .def("done", &Core::done);
+}
+
+void bind_self_play(py::module_& m) {
+  py::class_<SelfPlayCore> cls(m, "SelfPlayCore", "Many self-play games on C++ threads, stepped lane by lane.");
+  cls.def(py::init([](const SearchParams& params, const std::string& encoding, int games, int games_in_flight,
+                      std::uint64_t seed, std::vector<std::string> start_fens, int random_plies, int max_plies,
+                      double full_search_prob, int fast_simulations, double resign_threshold, int resign_plies,
+                      double resign_playthrough, int threads, int draw_adjudication_plies, int draw_adjudication_window,
+                      double draw_adjudication_q, double draw_adjudication_playthrough) {
+            DriverConfig config;
+            config.search = params;
+            set_games(config, encoding, games, games_in_flight, seed, std::move(start_fens), random_plies, max_plies,
+                      threads);
+            config.full_search_prob = full_search_prob;
+            config.fast_simulations = fast_simulations;
+            config.resign_threshold = resign_threshold;
+            config.resign_plies = resign_plies;
+            config.resign_playthrough = resign_playthrough;
+            config.draw_adjudication_plies = draw_adjudication_plies;
+            config.draw_adjudication_window = draw_adjudication_window;
+            config.draw_adjudication_q = draw_adjudication_q;
+            config.draw_adjudication_playthrough = draw_adjudication_playthrough;
+            return std::make_unique<SelfPlayCore>(config);
+          }),
+          py::arg("params"), py::arg("policy_encoding"), py::arg("games"), py::arg("games_in_flight"), py::arg("seed"),
+          py::arg("start_fens"), py::arg("random_plies"), py::arg("max_plies"), py::arg("full_search_prob"),
+          py::arg("fast_simulations"), py::arg("resign_threshold"), py::arg("resign_plies"),
+          py::arg("resign_playthrough"), py::arg("threads"), py::arg("draw_adjudication_plies") = 0,
+          py::arg("draw_adjudication_window") = 20, py::arg("draw_adjudication_q") = 0.05,
+          py::arg("draw_adjudication_playthrough") = 0.0)
+      .def_property_readonly("lanes", &SelfPlayCore::lanes)
+      .def("step",
+           [](SelfPlayCore& core, int lane) {
+             py::gil_scoped_release release;
+             return core.step(lane);
+           })
+      .def("take_finished",
+           [](SelfPlayCore& core) {
+             py::list out;
+             for (const FinishedGame& game : core.take_finished()) out.append(game_dict(game));
+             return out;
+           })
+      .def("stats", [](const SelfPlayCore& core) {
+        const DriverStats& s = core.stats();
+        py::dict out;
+        out["games"] = s.games;
+        out["positions"] = s.positions;
+        out["full_searches"] = s.full_searches;
+        out["evaluations"] = s.evaluations;
+        out["batches"] = s.batches;
+        out["resigned"] = s.resigned;
+        out["playthrough"] = s.playthrough;
+        out["false_resigns"] = s.false_resigns;
+        out["draws_adjudicated"] = s.draws_adjudicated;
+        out["draw_playthrough"] = s.draw_playthrough;
+        out["false_draws"] = s.false_draws;
+        return out;
+      });
+  def_batches(cls);
+}
+
+void bind_match(py::module_& m) {
+  py::class_<MatchCore> cls(m, "MatchCore", "Games between two players on C++ threads, sides alternating.");
+  cls.def(py::init([](const SearchParams& search_a, const SearchParams& search_b, const std::string& encoding,
+                      int games, int games_in_flight, std::uint64_t seed, std::vector<std::string> start_fens,
+                      int random_plies, int max_plies, int threads) {
+            MatchConfig config;
+            config.search[0] = search_a;
+            config.search[1] = search_b;
+            set_games(config, encoding, games, games_in_flight, seed, std::move(start_fens), random_plies, max_plies,
+                      threads);
+            return std::make_unique<MatchCore>(config);
+          }),
+          py::arg("search_a"), py::arg("search_b"), py::arg("policy_encoding"), py::arg("games"),
+          py::arg("games_in_flight"), py::arg("seed"), py::arg("start_fens"), py::arg("random_plies"),
+          py::arg("max_plies"), py::arg("threads"))
+      .def("step",
+           [](MatchCore& core) {
+             py::gil_scoped_release release;
+             core.step();
+           })
+      .def("leaves", [](const MatchCore& core, int player) { return core.batch(player).leaves; })
+      .def("take_finished", [](MatchCore& core) {
+        py::list out;
+        for (const MatchRecord& game : core.take_finished()) {
+          py::dict item;
+          item["index"] = game.index;
+          item["start_fen"] = game.start_fen;
+          item["result"] = game.result;
+          item["termination"] = game.termination;
+          item["a_is_white"] = game.a_is_white;
+          item["moves"] = game.moves;
+          out.append(item);
+        }
+        return out;
+      });
+  def_batches(cls);
+}
+
+}  // namespace
+
+void bind_drivers(py::module_& m) {
+  bind_self_play(m);
+  bind_match(m);
+}
+
+}  // namespace zc

@@ -1,0 +1,256 @@
+// zerochess native core: one simulation of the PUCT search (see search.h):
+// selection, virtual loss and backup, the root's result and the self-play
+// move choice.  Python reference: the models.search modules (selection,
+// backup, select_move).
+#include "search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace zc {
+
+std::uint64_t mix_seed(std::uint64_t a, std::uint64_t b) {
+  auto splitmix = [](std::uint64_t x) {
+    x += 0x9E3779B97F4A7C15ULL;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+  };
+  return splitmix(splitmix(a) ^ (b + 0x632BE59BD9B4E019ULL));
+}
+
+void softmax(const float* logits, int count, double* out) {
+  if (count <= 0) return;
+  double top = static_cast<double>(logits[0]);
+  for (int i = 1; i < count; ++i) top = std::max(top, static_cast<double>(logits[i]));
+  double total = 0.0;
+  for (int i = 0; i < count; ++i) {
+    out[i] = std::exp(static_cast<double>(logits[i]) - top);
+    total += out[i];
+  }
+  for (int i = 0; i < count; ++i) out[i] = out[i] / total;
+}
+
+int choose_move(const RootStats& stats, int ply, const SearchParams& params, std::mt19937_64& rng) {
+  if (params.gumbel) return stats.best;
+  for (int proof : stats.proof) {
+    if (proof == 1) return stats.best;
+  }
+  if (ply >= params.temperature_plies || params.temperature == 0.0) return stats.best;
+  const int count = static_cast<int>(stats.child_n.size());
+  const bool proven = !stats.proof.empty();
+  auto visits_of = [&](int i) { return proven && stats.proof[i] == -1 ? 0.0 : std::nearbyint(stats.child_n[i]); };
+  double top = 0.0;
+  for (int i = 0; i < count; ++i) top = std::max(top, visits_of(i));
+  if (top <= 0.0) return stats.best;
+  // N^(1/T) normalised by the largest, in log space (no overflow for small T).
+  std::vector<double> weights(count, 0.0);
+  double total = 0.0;
+  for (int i = 0; i < count; ++i) {
+    double visits = visits_of(i);
+    if (visits > 0.0) weights[i] = std::exp((std::log(visits) - std::log(top)) / params.temperature);
+    total += weights[i];
+  }
+  double pick = uniform01(rng) * total;
+  int last = stats.best;
+  for (int i = 0; i < count; ++i) {
+    if (weights[i] <= 0.0) continue;
+    last = i;
+    if (pick < weights[i]) return i;
+    pick -= weights[i];
+  }
+  return last;
+}
+
+int SearchTree::select(int node_id) {
+  const Node& node = nodes_[node_id];
+  bool skip_lost = false;
+  if (node.proven_child) {
+    const int forced = solver_choice(node, skip_lost);
+    if (forced >= 0) return forced;
+  }
+  if (params_.gumbel) {
+    if (node_id == root_ && !root_counts_.empty()) return select_gumbel_root(node, skip_lost);
+    return select_gumbel_interior(node, skip_lost);
+  }
+  return select_puct(node, skip_lost);
+}
+
+int SearchTree::select_puct(const Node& node, bool skip_lost) const {
+  const long long n_parent = node.visits;
+  const double parent = static_cast<double>(n_parent);
+  const double c = params_.c_puct_init + std::log((1.0 + parent + params_.c_puct_base) / params_.c_puct_base);
+  double fpu;
+  if (!params_.fpu_absolute) {
+    fpu = (n_parent ? node.value_sum / parent : 0.0) - params_.fpu_value;
+  } else {
+    fpu = params_.fpu_value;
+  }
+  const double k = c * std::sqrt(static_cast<double>(std::max(n_parent, 1LL)));
+  const Edge* edge = edges_.data() + node.edge_begin;
+  int best_index = 0;
+  double best_score = -std::numeric_limits<double>::infinity();
+  for (int i = 0; i < node.num_edges; ++i) {
+    if (skip_lost && edge[i].proof == 1) continue;
+    const double n = edge[i].n;
+    const double score = (n != 0.0 ? edge[i].w / n : fpu) + k * edge[i].prior / (1.0 + n);
+    if (score > best_score) {
+      best_index = i;
+      best_score = score;
+    }
+  }
+  return best_index;
+}
+
+bool SearchTree::simulate(LeafBatch& out) {
+  last_was_collision_ = false;
+  path_.clear();
+  int node = root_;
+  const double vloss = params_.virtual_loss;
+  while (nodes_[node].expanded && !nodes_[node].terminal && (nodes_[node].proof == PROOF_NONE || node == root_)) {
+    int index = select(node);
+    if (node == root_ && !root_counts_.empty()) ++root_counts_[index];
+    path_.push_back(PathStep{node, index});
+    Edge& edge = edges_[nodes_[node].edge_begin + index];
+    edge.n += vloss;
+    edge.w -= vloss;
+    int child = edge.child;
+    if (child < 0) child = make_child(node, index, path_.data(), static_cast<int>(path_.size()));
+    node = child;
+  }
+  const int size = static_cast<int>(path_.size());
+  if (nodes_[node].terminal) {
+    backup(path_.data(), size, node, nodes_[node].terminal_value);
+    return false;
+  }
+  if (nodes_[node].proof != PROOF_NONE) {  // proven by the solver: its exact value
+    backup(path_.data(), size, node, static_cast<double>(nodes_[node].proof));
+    return false;
+  }
+  if (nodes_[node].pending) {
+    revert_virtual_loss(path_.data(), size);
+    ++collisions_;
+    last_was_collision_ = true;
+    return false;
+  }
+  return reach_leaf(node, path_.data(), size, out);
+}
+
+void SearchTree::backup(const PathStep* path, int path_size, int leaf, double value, bool proven) {
+  nodes_[leaf].visits += 1;
+  nodes_[leaf].value_sum += value;
+  const double vloss = params_.virtual_loss;
+  for (int i = path_size - 1; i >= 0; --i) {
+    value = -value;
+    Node& node = nodes_[path[i].node];
+    Edge& edge = edges_[node.edge_begin + path[i].edge];
+    edge.n += 1.0 - vloss;
+    edge.w += value + vloss;
+    node.visits += 1;
+    node.value_sum += value;
+  }
+  if (path_size) ++done_;
+  if (!proven) return;
+  int child = leaf;
+  for (int i = path_size - 1; i >= 0; --i) {
+    Node& node = nodes_[path[i].node];
+    Edge& edge = edges_[node.edge_begin + path[i].edge];
+    edge.proof = nodes_[child].proof;
+    edge.proof_plies = static_cast<std::int16_t>(std::min(nodes_[child].proof_plies, 32000));
+    node.proven_child = true;
+    if (node.proof != PROOF_NONE || !update_proof(node)) break;
+    child = path[i].node;
+  }
+}
+
+void SearchTree::revert_virtual_loss(const PathStep* path, int path_size) {
+  const double vloss = params_.virtual_loss;
+  for (int i = 0; i < path_size; ++i) {
+    Edge& edge = edges_[nodes_[path[i].node].edge_begin + path[i].edge];
+    edge.n -= vloss;
+    edge.w += vloss;
+  }
+  if (path_size > 0 && !root_counts_.empty() && path[0].node == root_) --root_counts_[path[0].edge];
+}
+
+RootStats SearchTree::result() const {
+  const Node& root = nodes_[root_];
+  if (!root.expanded) throw ChessError("no search has run on " + root.board.fen());
+  RootStats stats;
+  const Edge* edge = edges_.data() + root.edge_begin;
+  const int count = root.num_edges;
+  stats.moves.resize(count);
+  stats.policy.resize(count);
+  stats.child_n.resize(count);
+  stats.child_w.resize(count);
+  stats.priors.resize(count);
+  for (int i = 0; i < count; ++i) {
+    stats.moves[i] = edge[i].move;
+    stats.policy[i] = edge[i].policy >= 0 ? edge[i].policy : policy_index(encoding_, root.board, edge[i].move);
+    stats.child_n[i] = edge[i].n;
+    stats.child_w[i] = edge[i].w;
+    stats.priors[i] = edge[i].prior;
+  }
+  bool skip_lost = false;  // some, not all, moves are proven losses
+  if (params_.solver) {
+    stats.proof.assign(count, PROOF_NONE);
+    stats.proof_plies.assign(count, 0);
+    int losing = 0;
+    for (int i = 0; i < count; ++i) {
+      if (edge[i].proof == PROOF_NONE) continue;
+      stats.proof[i] = -edge[i].proof;
+      stats.proof_plies[i] = edge[i].proof != 0 ? edge[i].proof_plies + 1 : 0;
+      losing += stats.proof[i] == -1;
+    }
+    skip_lost = losing > 0 && losing < count;
+  }
+  int best = -1;
+  if (params_.gumbel) {
+    gumbel_sigma(root);
+    improved_policy(scratch_logits_, scratch_sigma_, stats.improved);
+    std::vector<long long> zeros;
+    std::vector<double> no_noise;
+    const long long* counts = root_counts_.data();
+    const double* gumbel = gumbel_.data();
+    if (static_cast<int>(root_counts_.size()) != count) {
+      zeros.assign(count, 0);
+      no_noise.assign(count, 0.0);
+      counts = zeros.data();
+      gumbel = no_noise.data();
+    }
+    long long top = -1;
+    for (int i = 0; i < count; ++i) {
+      if (!(skip_lost && edge[i].proof == 1)) top = std::max(top, counts[i]);
+    }
+    best = gumbel_argmax(root, counts, gumbel, top, skip_lost);
+  } else {
+    double best_visits = -1.0, best_prior = 0.0;
+    for (int i = 0; i < count; ++i) {
+      if (skip_lost && edge[i].proof == 1) continue;
+      const double visits = std::nearbyint(edge[i].n);
+      if (visits > best_visits || (visits == best_visits && edge[i].prior > best_prior)) {
+        best = i;
+        best_visits = visits;
+        best_prior = edge[i].prior;
+      }
+    }
+  }
+  if (params_.solver) {  // the fastest proven win (ties: the higher prior, then the first)
+    int win = -1;
+    for (int i = 0; i < count; ++i) {
+      if (stats.proof[i] != 1) continue;
+      if (win < 0 || stats.proof_plies[i] < stats.proof_plies[win] ||
+          (stats.proof_plies[i] == stats.proof_plies[win] && edge[i].prior > edge[win].prior)) {
+        win = i;
+      }
+    }
+    if (win >= 0) best = win;
+  }
+  stats.best = best;
+  stats.root_value = root.visits ? root.value_sum / static_cast<double>(root.visits) : 0.0;
+  return stats;
+}
+
+}  // namespace zc

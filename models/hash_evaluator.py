@@ -7,7 +7,7 @@ the same numbers whenever they encode the same planes.
 
 C++ twin: none; it serves the native core's evaluator protocol
 (:class:`models.native_tree.BatchEvaluator`), and :func:`softmax` is the
-core's softmax (models/native/search.*) written with numpy.
+core's softmax (models/native/search.h) written with numpy.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ plays games between two evaluators the same way.  Both call a
 :class:`~models.native_tree.BatchEvaluator` once per round.
 
 C++ twin: models/native/driver.* (``SelfPlayCore``, ``MatchCore``), bound in
-models/native/search_bindings.cpp.
+models/native/driver_bindings.cpp (threads: thread_pool.*, batching: batching.*).
 """
 
 from __future__ import annotations

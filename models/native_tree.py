@@ -11,7 +11,7 @@ returns the raw logits of those moves and the values; the core applies the
 softmax itself (double precision).  :class:`NativeNode` is a read-only view
 of one node, read like :class:`models.search_node.Node`.
 
-C++ twin: models/native/search.* (the tree: ``SearchTree``, ``EvalCache``),
+C++ twin: models/native/search.h, search_tree.cpp, eval_cache.cpp (``SearchTree``, ``EvalCache``),
 bound in models/native/search_bindings.cpp.  The games driven on C++ threads
 are in :mod:`models.native_drivers`.
 """

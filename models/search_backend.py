@@ -14,7 +14,7 @@ Both trees have the same interface for their users (``board``, ``advance``,
 ``root`` node), so the callers do not care which one they hold.  This module
 sits on top: it imports both backends and neither imports it.
 
-C++ twin: none (the backends' twins are models/native/search.* and
+C++ twin: none (the backends' twins are models/native/search.h, search_*.cpp and
 models/native/search_bindings.cpp).
 """
 

@@ -9,9 +9,9 @@ import this module, and nothing here imports either of them:
   :func:`select_move`, the self-play move choice made from it;
 * :func:`terminal_value` and :func:`result_value`, the rules of a finished game.
 
-C++ twin: models/native/search.* (``SearchParams``, the native form of
+C++ twin: models/native/search.h (``SearchParams``, the native form of
 :class:`SearchConfig`, filled by :func:`models.native_tree.search_params`) and
-models/native/board.* (the game-over rules of :func:`terminal_value`).
+models/native/board.h/board.cpp (the game-over rules of :func:`terminal_value`).
 """
 
 from __future__ import annotations

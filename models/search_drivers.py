@@ -8,8 +8,8 @@ searches stepped together, one evaluator call per round.
 * :func:`collect_leaves` and :func:`deliver_results` are the two halves of one
   such round, for drivers that evaluate elsewhere (pipeline/selfplay/python_games.py).
 
-C++ twin: models/native/search_bindings.cpp (``run_searches``, the native
-batched driver, wrapped by :func:`models.native_tree.run_native_searches`).
+C++ twin: models/native/run_searches.* and batching.* (``run_searches``, the native
+batched driver, bound in search_bindings.cpp and wrapped by :func:`models.native_tree.run_native_searches`).
 """
 
 from __future__ import annotations

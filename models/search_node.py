@@ -12,7 +12,7 @@ Sign conventions (the formula code uses the paper's symbols):
   from the point of view of the side choosing it (the node's side to move), so
   selection maximises ``Q + U`` directly.
 
-C++ twin: models/native/search.* (the tree: ``Node`` and ``Edge``).
+C++ twin: models/native/search.h (``Node`` and ``Edge``).
 """
 
 from __future__ import annotations

@@ -14,8 +14,7 @@ Pure functions of a :class:`~models.search_node.Node` and the
   moves and its mate-in-one test;
 * :func:`root_result`: the root's statistics and best move after a search.
 
-C++ twin: models/native/search.* (the selection, Gumbel and solver helpers of
-the tree).
+C++ twin: models/native/search_select.cpp, search_gumbel.cpp and search_solver.cpp.
 """
 
 from __future__ import annotations

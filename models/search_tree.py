@@ -13,7 +13,7 @@ trees together so that their leaves share one evaluator call.  The selection
 rules (PUCT, Gumbel, MCTS-solver) live in :mod:`models.search_rules`, the
 node and its sign conventions in :mod:`models.search_node`.
 
-C++ twin: models/native/search.* (the tree: ``SearchTree``).
+C++ twin: models/native/search_tree.cpp (``SearchTree``; declared in search.h).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 // zerochess native core: the batching loop's phases (see batching.h).
-// Python reference: the models.search modules (run_native_searches) and
-// pipeline/selfplay.py.
+// Python reference: models/search_drivers.py (run_searches) and models/native_tree.py (run_native_searches) and
+// pipeline/selfplay/worker.py.
 #include "batching.h"
 
 #include <cstring>

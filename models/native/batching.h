@@ -3,7 +3,7 @@
 // leaves apart, the leaves are laid out one after another as one evaluator
 // batch (gather), and the evaluation is checked for every tree before any
 // tree takes its share (validate, then deliver).  Python reference: the
-// models.search modules (run_native_searches' loop) and pipeline/selfplay.py.
+// models/search_drivers.py (run_searches) and models/native_tree.py (run_native_searches' loop) and pipeline/selfplay/worker.py.
 #pragma once
 
 #include <cstdint>

@@ -233,7 +233,7 @@ std::uint64_t perft(Board& board, int depth);
 // it occurred before in the game line (repetitions): checkmate and stalemate
 // first, then threefold (repetitions >= 2), the fifty-move rule (halfmove
 // clock >= 100), insufficient material.  Same rules and order as
-// models.search.terminal_value.
+// models.search_config.terminal_value.
 Termination terminal_reason(const Board& board, int legal_move_count, int repetitions);
 
 }  // namespace zc

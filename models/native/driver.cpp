@@ -1,4 +1,4 @@
-// Self-play driver: see driver.h and pipeline/selfplay.py (the rules).
+// Self-play driver: see driver.h and pipeline/selfplay/ (the rules).
 #include "driver.h"
 
 #include <cmath>

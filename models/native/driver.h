@@ -1,5 +1,5 @@
 // zerochess native core: many self-play games on C++ threads (the rules of
-// pipeline/selfplay.py::SelfPlayWorker).
+// pipeline/selfplay/worker.py::SelfPlayWorker).
 //
 // The games form one or two lanes.  A lane step (step()) delivers the lane's
 // last evaluation, plays the moves of the finished searches, starts new games
@@ -55,7 +55,7 @@ struct DriverConfig : GamesConfig {
   double draw_adjudication_playthrough = 0.0;
 };
 
-// A finished game, flat arrays (see models.native_search.NativeGame).
+// A finished game, flat arrays (see models.native_drivers.NativeGame).
 struct FinishedGame {
   int index = 0;
   std::string start_fen, result, termination;

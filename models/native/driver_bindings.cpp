@@ -1,7 +1,7 @@
 // zerochess native core: Python bindings of the two drivers, SelfPlayCore
 // (self-play games) and MatchCore (games between two players).  Python
-// reference: pipeline/selfplay.py (the rules) and the native wrapper
-// models.native_search.
+// reference: pipeline/selfplay/ (the rules) and the native wrapper
+// models/native_drivers.py.
 //
 // Both are stepped the same way from Python: step(), then batch(i) (planes,
 // rows, indices) for the evaluator and set_results(i, (logits, values)).

@@ -1,5 +1,5 @@
 // zerochess native core: the search's LRU evaluation cache (see search.h).
-// Python reference: the models.search modules (models.evaluation.EvalCache).
+// Python reference: models/evaluation.py (EvalCache).
 #include "search.h"
 
 #include <iterator>

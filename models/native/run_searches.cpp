@@ -1,5 +1,5 @@
 // zerochess native core: run_searches (see run_searches.h).  Python
-// reference: the models.search modules (run_native_searches).
+// reference: models/search_drivers.py (run_searches) and models/native_tree.py (run_native_searches).
 #include "run_searches.h"
 
 namespace zc {

@@ -1,7 +1,7 @@
 // zerochess native core: steps many started search trees together with one
 // evaluator, one batch per round (models._native.run_searches without
 // Python: the binding wraps the evaluator and the stop test).  Python
-// reference: the models.search modules (run_native_searches, the pure-Python
+// reference: models/search_drivers.py (run_searches) and models/native_tree.py (run_native_searches, the pure-Python
 // loop it mirrors).
 #pragma once
 

@@ -1,5 +1,5 @@
 // zerochess native core: PUCT tree search (AlphaZero), the C++ twin of the
-// models.search modules (GameTree), which are its specification: the same
+// models/search_tree.py (GameTree) and the other models/search_*.py modules, which are its specification: the same
 // selection formula, first-play urgency, virtual loss, batched leaf
 // collection, tree reuse, evaluation cache and terminal rules, with the same
 // arithmetic in the same order (double everywhere) so that both give the same
@@ -31,7 +31,7 @@
 
 namespace zc {
 
-// models.search.SearchConfig (validated on the Python side).
+// models.search_config.SearchConfig (validated on the Python side).
 struct SearchParams {
   int num_simulations = 200;
   double c_puct_init = 1.25;
@@ -45,7 +45,7 @@ struct SearchParams {
   int leaves_per_batch = 8;
   double virtual_loss = 1.0;
   long long cache_size = 200000;
-  // Gumbel AlphaZero (algorithm == "gumbel"; see models/search.py).
+  // Gumbel AlphaZero (algorithm == "gumbel"; see models/search_rules.py).
   bool gumbel = false;
   int gumbel_considered = 16;
   double gumbel_scale = 1.0;
@@ -179,7 +179,7 @@ struct LeafBatch {
   }
 };
 
-// What a search reports at its root (models.search.SearchResult, raw).
+// What a search reports at its root (models.search_config.SearchResult, raw).
 struct RootStats {
   std::vector<Move> moves;
   std::vector<int> policy;  // policy index per move
@@ -339,10 +339,10 @@ long long considered_visit(int considered, long long budget, long long simulatio
 // Softmax in double of `count` logits (max subtracted), into out.
 void softmax(const float* logits, int count, double* out);
 // softmax(logits + sigma) in double (max subtracted), into out (Gumbel's
-// improved policy, as models.search._softmax).
+// improved policy, as models.search_rules._softmax).
 void improved_policy(const std::vector<double>& logits, const std::vector<double>& sigma, std::vector<double>& out);
 
-// Self-play move choice (models.search.select_move): sample proportional to
+// Self-play move choice (models.search_config.select_move): sample proportional to
 // N^(1/T) for plies < temperature_plies (T > 0), else the best move.
 // A Gumbel search and a proven win always give the best move; the sampling
 // skips proven losses when another move was visited.

@@ -1,6 +1,6 @@
 // zerochess native core: Python bindings of the PUCT search (SearchTree,
-// EvalCache, run_searches).  Python reference: the models.search modules
-// (the native wrapper models.native_search).
+// EvalCache, run_searches).  Python reference: models/search_tree.py
+// (the native wrapper: models/native_tree.py).
 //
 // The evaluator is called with one contiguous uint8 array of leaf planes and
 // int64 rows/indices arrays, and answers with float32 logits and values: no
@@ -72,7 +72,7 @@ py::array_t<std::uint64_t> rows_array(const Row* rows, py::ssize_t count) {
 }
 
 void bind_tree(py::module_& m) {
-  py::class_<SearchParams>(m, "SearchParams", "models.search.SearchConfig as the native search reads it.")
+  py::class_<SearchParams>(m, "SearchParams", "models.search_config.SearchConfig as the native search reads it.")
       .def(py::init<>())
       .def_readwrite("num_simulations", &SearchParams::num_simulations)
       .def_readwrite("c_puct_init", &SearchParams::c_puct_init)
@@ -102,7 +102,7 @@ void bind_tree(py::module_& m) {
       .def_property_readonly("misses", &EvalCache::misses)
       .def("clear", &EvalCache::clear);
 
-  py::class_<SearchTree>(m, "SearchTree", "The PUCT search tree of one game (models.search.GameTree).")
+  py::class_<SearchTree>(m, "SearchTree", "The PUCT search tree of one game (models.search_tree.GameTree).")
       .def(py::init([](const SearchParams& params, const std::string& encoding, std::shared_ptr<EvalCache> cache,
                        std::uint64_t seed, const std::string& root_fen, const std::vector<std::string>& moves) {
              PolicyEncoding enc = policy_encoding_from_name(encoding);
@@ -172,7 +172,7 @@ void bind_tree(py::module_& m) {
         const Node& node = tree.node(id);
         if (!node.has_moves) return py::make_tuple(py::none(), py::none(), py::list(), py::list(), py::list());
         const Edge* edge = tree.edges(id);
-        if (!node.expanded) {  // pending: moves known, no priors or children yet (as models.search.Node)
+        if (!node.expanded) {  // pending: moves known, no priors or children yet (as models.search_node.Node)
           py::list moves;
           for (int i = 0; i < node.num_edges; ++i) moves.append(edge[i].move.uci());
           return py::make_tuple(moves, py::none(), py::list(), py::list(), py::list());
@@ -190,7 +190,7 @@ void bind_tree(py::module_& m) {
 
   m.attr("PROOF_NONE") = static_cast<int>(PROOF_NONE);
   m.def("considered_visit", &considered_visit, py::arg("considered"), py::arg("budget"), py::arg("simulation"),
-        "Sequential halving's schedule (models.search.considered_visit), for tests.");
+        "Sequential halving's schedule (models.search_rules.considered_visit), for tests.");
   m.def("run_searches", &py_run_searches, py::arg("trees"), py::arg("evaluator"), py::arg("should_stop") = py::none(),
         "Step the started trees together, one evaluator.evaluate_batch call per round; returns the calls.");
   m.def(

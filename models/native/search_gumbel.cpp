@@ -1,6 +1,6 @@
 // zerochess native core: Gumbel AlphaZero's selection (see search.h):
 // sequential halving at the root, the improved policy below it.  Python
-// reference: the models.search modules (gumbel).
+// reference: models/search_rules.py (Gumbel).
 #include "search.h"
 
 #include <algorithm>
@@ -58,7 +58,7 @@ void SearchTree::gumbel_sigma(const Node& node) const {
   for (int i = 0; i < count; ++i) sigma[i] = scale * ((sigma[i] - low) / span);
 }
 
-// softmax(logits + sigma) (as models.search._softmax).
+// softmax(logits + sigma) (as models.search_rules._softmax).
 void improved_policy(const std::vector<double>& logits, const std::vector<double>& sigma, std::vector<double>& out) {
   const std::size_t count = logits.size();
   out.resize(count);

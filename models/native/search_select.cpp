@@ -1,6 +1,6 @@
 // zerochess native core: one simulation of the PUCT search (see search.h):
 // selection, virtual loss and backup, the root's result and the self-play
-// move choice.  Python reference: the models.search modules (selection,
+// move choice.  Python reference: models/search_rules.py (selection,
 // backup, select_move).
 #include "search.h"
 

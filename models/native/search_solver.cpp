@@ -1,6 +1,6 @@
 // zerochess native core: the MCTS-solver of the PUCT search (see search.h):
 // proofs of won, lost and drawn nodes, mates and mate threats found at an
-// expansion.  Python reference: the models.search modules (solver).
+// expansion.  Python reference: models/search_rules.py (solver).
 #include "search.h"
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 // zerochess native core: the PUCT tree (see search.h): nodes and edges, tree
 // reuse, root preparation and noise, leaf collection, the evaluator's
-// delivery.  Python reference: the models.search modules (tree: GameTree).
+// delivery.  Python reference: models/search_tree.py (GameTree).
 #include "search.h"
 
 #include <algorithm>

@@ -54,6 +54,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from search_positions import FREE_QUEEN, MATE_IN_ONE, MATERIAL, MaterialEvaluator  # noqa: E402
 
+from models.driver_settings import GamesSettings  # noqa: E402
 from models.native_drivers import MatchDriver  # noqa: E402
 from models.native_tree import NativeTree, run_native_searches  # noqa: E402
 from models.search_config import SearchConfig  # noqa: E402
@@ -129,16 +130,9 @@ def match(
     """Gumbel (A) against PUCT (B), no noise: Gumbel's mean score and its 95%
     half-interval."""
     gumbel, puct = config("gumbel", sims), config("puct", sims)
-    driver = MatchDriver(
-        gumbel,
-        puct,
-        games=games,
-        games_in_flight=min(games, 64),
-        seed=seed,
-        random_plies=random_plies,
-        max_plies=max_plies,
-        threads=2,
-    )
+    settings = GamesSettings(games=games, games_in_flight=min(games, 64), seed=seed, random_plies=random_plies,
+                             max_plies=max_plies, threads=2)  # fmt: skip
+    driver = MatchDriver(gumbel, puct, settings)
     played = driver.play(evaluator, evaluator)
     scores = []
     for game in played:

@@ -73,11 +73,12 @@ def native_runner(simulations: int, leaves_per_batch: int) -> Callable[[str], No
 
 def driver_rate(threads: int, games: int, simulations: int, plies: int) -> tuple[float, float]:
     """(simulations/s, moves/s) of native self-play on ``threads`` C++ threads."""
+    from models.driver_settings import NO_ADJUDICATION, GamesSettings
     from models.native_drivers import SelfPlayDriver
 
     config = SearchConfig(num_simulations=simulations, backend="native")
-    driver = SelfPlayDriver(config, games=games, games_in_flight=games, seed=0, max_plies=plies,
-                            full_search_prob=1.0, resign_threshold=-1.0, threads=threads)  # fmt: skip
+    settings = GamesSettings(games=games, games_in_flight=games, seed=0, max_plies=plies, threads=threads)
+    driver = SelfPlayDriver(config, settings, NO_ADJUDICATION)
     started = time.perf_counter()
     played = driver.play(UniformEvaluator())
     elapsed = time.perf_counter() - started

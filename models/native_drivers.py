@@ -16,20 +16,15 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import chess
 import numpy as np
 
 from models import _native
-from models.native_tree import SEED_MASK, BatchEvaluator, search_params
-from models.policy import get_policy_map
+from models.driver_settings import GamesSettings, SelfPlayRules
+from models.native_tree import SEED_MASK, BatchEvaluator, copy_fields, search_params
 from models.search_config import SearchConfig, result_value
-
-
-class DriverConfigError(ValueError):
-    """Invalid :class:`SelfPlayDriver` or :class:`MatchDriver` argument; the
-    message names the key."""
 
 
 @dataclass
@@ -108,45 +103,27 @@ def _game_from_core(item: dict, id_prefix: str) -> NativeGame:
     )
 
 
-def _check_counts(bounds: dict[str, tuple[object, int]]) -> None:
-    """Each value must be an integer >= its bound; DriverConfigError names the key."""
-    for name, (value, low) in bounds.items():
-        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < low:
-            raise DriverConfigError(f"{name} must be an integer >= {low}, got {value!r}")
-
-
-def _game_counts(
-    games: int, games_in_flight: int, random_plies: int, max_plies: int
-) -> dict[str, tuple[object, int]]:
-    """The counts both drivers check, with their lower bounds (for :func:`_check_counts`)."""
-    return {
-        "games": (games, 0),
-        "games_in_flight": (games_in_flight, 1),
-        "random_plies": (random_plies, 0),
-        "max_plies": (max_plies, 1),
-    }
-
-
-def _check_share(name: str, value: float, low: float = 0.0) -> None:
-    if not low <= value <= 1.0:
-        raise DriverConfigError(f"{name} must be in [{low:g}, 1], got {value!r}")
-
-
-def _check_start_fens(start_fens: list[str] | None) -> list[str]:
-    if start_fens is None:
-        return [chess.STARTING_FEN]
-    if not start_fens:
-        raise DriverConfigError("start_fens must not be empty")
-    for index, fen in enumerate(start_fens):
-        try:
-            board = chess.Board(fen)
-        except ValueError as error:
-            message = f"start_fens[{index}] is not a FEN: {fen!r} ({error})"
-            raise DriverConfigError(message) from error
-        if not board.is_valid() or board.outcome() is not None:
-            status = board.status()
-            raise DriverConfigError(f"start_fens[{index}] is not playable: {fen!r} ({status!r})")
-    return list(start_fens)
+def native_config(
+    games: GamesSettings, searches: tuple[SearchConfig, ...], rules: SelfPlayRules | None = None
+) -> _native.DriverConfig | _native.MatchConfig:
+    """The core's config of a driver: ``DriverConfig`` for self-play (one
+    search and ``rules``), ``MatchConfig`` for a match (two searches).  Every
+    field of the settings is copied under its own name."""
+    if rules is not None:
+        config = _native.DriverConfig()
+        config.search = search_params(searches[0])
+        copy_fields(config, rules, [field.name for field in fields(SelfPlayRules)])
+    else:
+        config = _native.MatchConfig()
+        config.search_a, config.search_b = (search_params(search) for search in searches)
+    copy_fields(
+        config,
+        games,
+        [field.name for field in fields(GamesSettings) if field.name not in ("seed", "id_prefix")],
+    )
+    config.start_fens = list(games.start_fens)
+    config.seed = games.seed & SEED_MASK
+    return config
 
 
 class _Timer:
@@ -176,47 +153,12 @@ class _Timer:
 
 
 class GamesDriver:
-    """What both drivers share: the games to play (how many, how many at a
-    time, from which positions, with which seed), the policy encoding of
-    their evaluators, the core's threads and the games' id prefix."""
+    """What both drivers share: the games to play (:class:`GamesSettings`)."""
 
-    def _set_games(
-        self,
-        games: int,
-        games_in_flight: int,
-        seed: int,
-        policy_encoding: str,
-        start_fens: list[str] | None,
-        random_plies: int,
-        max_plies: int,
-        threads: int,
-        id_prefix: str,
-    ) -> None:
-        """Store the shared settings (their counts already checked)."""
-        get_policy_map(policy_encoding)  # raises for an unknown encoding
-        self.games = int(games)
-        self.games_in_flight = int(games_in_flight)
-        self.seed = int(seed)
-        self.policy_encoding = policy_encoding
-        self.start_fens = _check_start_fens(start_fens)
-        self.random_plies = int(random_plies)
-        self.max_plies = int(max_plies)
-        self.threads = int(threads)
-        self.id_prefix = id_prefix
+    def __init__(self, games: GamesSettings) -> None:
+        self.settings = games
+        self.id_prefix = games.id_prefix
         self.stats: dict[str, float] = {}
-
-    def _game_args(self) -> tuple[str, int, int, int, list[str], int, int]:
-        """The leading arguments of both cores: encoding, games, games in
-        flight, seed, start positions, random plies, max plies."""
-        return (
-            self.policy_encoding,
-            self.games,
-            self.games_in_flight,
-            self.seed & SEED_MASK,
-            self.start_fens,
-            self.random_plies,
-            self.max_plies,
-        )
 
 
 class SelfPlayDriver(GamesDriver):
@@ -245,71 +187,18 @@ class SelfPlayDriver(GamesDriver):
     def __init__(
         self,
         search: SearchConfig,
+        games: GamesSettings,
+        rules: SelfPlayRules | None = None,
         *,
-        games: int,
-        games_in_flight: int,
-        seed: int,
-        policy_encoding: str = "az4672",
-        start_fens: list[str] | None = None,
-        random_plies: int = 0,
-        max_plies: int = 512,
-        full_search_prob: float = 1.0,
-        fast_simulations: int = 32,
-        resign_threshold: float = -1.0,
-        resign_plies: int = 3,
-        resign_playthrough: float = 0.0,
-        draw_adjudication_plies: int = 0,
-        draw_adjudication_window: int = 20,
-        draw_adjudication_q: float = 0.05,
-        draw_adjudication_playthrough: float = 0.0,
-        threads: int = 1,
-        id_prefix: str = "game",
         overlap: bool = True,
     ) -> None:
-        _check_counts({
-            **_game_counts(games, games_in_flight, random_plies, max_plies),
-            "fast_simulations": (fast_simulations, 1),
-            "resign_plies": (resign_plies, 1),
-            "draw_adjudication_plies": (draw_adjudication_plies, 0),
-            "draw_adjudication_window": (draw_adjudication_window, 1),
-            "threads": (threads, 1),
-        })
-        _check_share("full_search_prob", full_search_prob)
-        _check_share("resign_playthrough", resign_playthrough)
-        _check_share("resign_threshold", resign_threshold, low=-1.0)
-        _check_share("draw_adjudication_playthrough", draw_adjudication_playthrough)
-        if not 0.0 < draw_adjudication_q <= 1.0:
-            raise DriverConfigError(f"draw_adjudication_q must be in (0, 1], got {draw_adjudication_q!r}")
-        self._set_games(
-            games, games_in_flight, seed, policy_encoding, start_fens, random_plies, max_plies, threads, id_prefix
-        )
+        super().__init__(games)
         self.search = search
-        self.full_search_prob = float(full_search_prob)
-        self.fast_simulations = int(fast_simulations)
-        self.resign_threshold = float(resign_threshold)
-        self.resign_plies = int(resign_plies)
-        self.resign_playthrough = float(resign_playthrough)
-        self.draw_adjudication_plies = int(draw_adjudication_plies)
-        self.draw_adjudication_window = int(draw_adjudication_window)
-        self.draw_adjudication_q = float(draw_adjudication_q)
-        self.draw_adjudication_playthrough = float(draw_adjudication_playthrough)
+        self.rules = rules if rules is not None else SelfPlayRules()
         self.overlap = overlap
 
     def _core(self) -> _native.SelfPlayCore:
-        return _native.SelfPlayCore(
-            search_params(self.search),
-            *self._game_args(),
-            self.full_search_prob,
-            self.fast_simulations,
-            self.resign_threshold,
-            self.resign_plies,
-            self.resign_playthrough,
-            self.threads,
-            draw_adjudication_plies=self.draw_adjudication_plies,
-            draw_adjudication_window=self.draw_adjudication_window,
-            draw_adjudication_q=self.draw_adjudication_q,
-            draw_adjudication_playthrough=self.draw_adjudication_playthrough,
-        )
+        return _native.SelfPlayCore(native_config(self.settings, (self.search,), self.rules))
 
     def play(
         self, evaluator: BatchEvaluator, on_game: Callable[[NativeGame], None] | None = None
@@ -395,37 +284,14 @@ class MatchDriver(GamesDriver):
     """
 
     def __init__(
-        self,
-        search_a: SearchConfig,
-        search_b: SearchConfig | None = None,
-        *,
-        games: int,
-        games_in_flight: int,
-        seed: int,
-        policy_encoding: str = "az4672",
-        start_fens: list[str] | None = None,
-        random_plies: int = 0,
-        max_plies: int = 512,
-        threads: int = 1,
-        id_prefix: str = "match",
+        self, search_a: SearchConfig, search_b: SearchConfig | None, games: GamesSettings
     ) -> None:
-        _check_counts({
-            **_game_counts(games, games_in_flight, random_plies, max_plies),
-            "threads": (threads, 1),
-        })
-        self._set_games(
-            games, games_in_flight, seed, policy_encoding, start_fens, random_plies, max_plies, threads, id_prefix
-        )
+        super().__init__(games)
         self.search_a = search_a
         self.search_b = search_b or search_a
 
     def _core(self) -> _native.MatchCore:
-        return _native.MatchCore(
-            search_params(self.search_a),
-            search_params(self.search_b),
-            *self._game_args(),
-            self.threads,
-        )
+        return _native.MatchCore(native_config(self.settings, (self.search_a, self.search_b)))
 
     def play(
         self,

@@ -18,7 +18,8 @@ are in :mod:`models.native_drivers`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import fields
 from typing import Any, Protocol
 
 import chess
@@ -50,28 +51,24 @@ class BatchEvaluator(Protocol):
         ...
 
 
+def copy_fields(target: object, source: object, names: Iterable[str]) -> None:
+    """Set each of ``names`` on ``target`` (a bound native config) to its
+    value on ``source`` (a settings dataclass of the same field names)."""
+    for name in names:
+        setattr(target, name, getattr(source, name))
+
+
+_SEARCH_FIELDS_RENAMED = ("backend", "fpu_mode", "algorithm")
+"""SearchConfig fields the native search does not read under their own name."""
+
+
 def search_params(config: SearchConfig) -> _native.SearchParams:
-    """The native form of a validated :class:`SearchConfig`."""
+    """The native form of a validated :class:`SearchConfig`: its fields under
+    their own names, ``fpu_mode`` and ``algorithm`` as two flags."""
     params = _native.SearchParams()
-    params.num_simulations = config.num_simulations
-    params.c_puct_init = float(config.c_puct_init)
-    params.c_puct_base = float(config.c_puct_base)
+    copy_fields(params, config, [f.name for f in fields(config) if f.name not in _SEARCH_FIELDS_RENAMED])
     params.fpu_absolute = config.fpu_mode == "absolute"
-    params.fpu_value = float(config.fpu_value)
-    params.dirichlet_alpha = float(config.dirichlet_alpha)
-    params.dirichlet_epsilon = float(config.dirichlet_epsilon)
-    params.temperature = float(config.temperature)
-    params.temperature_plies = config.temperature_plies
-    params.leaves_per_batch = config.leaves_per_batch
-    params.virtual_loss = float(config.virtual_loss)
-    params.cache_size = int(config.cache_size)
     params.gumbel = config.algorithm == "gumbel"
-    params.gumbel_considered = int(config.gumbel_considered)
-    params.gumbel_scale = float(config.gumbel_scale)
-    params.gumbel_c_visit = float(config.gumbel_c_visit)
-    params.gumbel_c_scale = float(config.gumbel_c_scale)
-    params.solver = bool(config.solver)
-    params.solver_threats = bool(config.solver_threats)
     return params
 
 

@@ -20,7 +20,8 @@ import pytest
 from models.encoding import COLOUR_PLANE, MOVE_COUNT_PLANE
 from models.evaluation import Leaf
 from models.hash_evaluator import HashEvaluator
-from models.native_drivers import DriverConfigError, SelfPlayDriver
+from models.driver_settings import DriverConfigError, settings_from
+from models.native_drivers import SelfPlayDriver
 from models.policy import get_policy_map
 from models.search_config import SearchConfig
 from pipeline.config import Config, ConfigError, SelfPlayConfig, from_dict
@@ -201,7 +202,7 @@ def test_invalid_settings_are_rejected_naming_the_key(key: str, value: float) ->
     with pytest.raises(ConfigError, match=f"selfplay.{key}"):
         from_dict(Config, {"selfplay": {key: value}}, source="test")
     with pytest.raises(DriverConfigError, match=key):
-        SelfPlayDriver(SEARCH, games=1, games_in_flight=1, seed=0, **{key: value})
+        SelfPlayDriver(SEARCH, *settings_from(games=1, games_in_flight=1, seed=0, **{key: value}))
 
 
 def test_unknown_key_is_rejected() -> None:

@@ -19,6 +19,7 @@ import pytest
 from models import _native
 from models.evaluation import EvalCache
 from models.hash_evaluator import HashEvaluator
+from models.driver_settings import settings_from
 from models.native_drivers import SelfPlayDriver
 from models.native_tree import NativeCache, NativeTree, run_native_searches
 from models.search_config import SearchConfig, SearchError, select_move
@@ -230,9 +231,10 @@ def test_gumbel_self_play_records_the_improved_policy() -> None:
         max_plies=30,
         full_search_prob=0.5,
         fast_simulations=4,
+        resign_threshold=-1.0,
     )
-    games = SelfPlayDriver(search, threads=1, **options).play(HashEvaluator())
-    again = SelfPlayDriver(search, threads=2, **options).play(HashEvaluator())
+    games = SelfPlayDriver(search, *settings_from(threads=1, **options)).play(HashEvaluator())
+    again = SelfPlayDriver(search, *settings_from(threads=2, **options)).play(HashEvaluator())
     assert [g.moves for g in again] == [g.moves for g in games]
     for game in games:
         board = chess.Board(game.start_fen)

@@ -18,8 +18,8 @@ import pytest
 
 from models import encoding
 from models.hash_evaluator import HashEvaluator
+from models.driver_settings import DriverConfigError, GamesSettings, settings_from
 from models.native_drivers import (
-    DriverConfigError,
     MatchDriver,
     MatchGame,
     NativeGame,
@@ -41,12 +41,13 @@ SEARCH = SearchConfig(num_simulations=24, leaves_per_batch=4, cache_size=5_000, 
 
 def _play(**overrides) -> tuple[SelfPlayDriver, list[NativeGame]]:  # noqa: ANN003
     options = dict(games=8, games_in_flight=4, seed=3, start_fens=ENDGAMES, max_plies=120,
-                   fast_simulations=8, full_search_prob=0.5)
+                   fast_simulations=8, full_search_prob=0.5, resign_threshold=-1.0)
     options.update(overrides)
     search = options.pop("search", SEARCH)
     evaluator = options.pop("evaluator", None) or HashEvaluator()
     on_game = options.pop("on_game", None)
-    driver = SelfPlayDriver(search, **options)
+    overlap = options.pop("overlap", True)
+    driver = SelfPlayDriver(search, *settings_from(**options), overlap=overlap)
     return driver, driver.play(evaluator, on_game)
 
 
@@ -242,11 +243,11 @@ def test_bad_arguments_name_the_key(key: str, value: object) -> None:
     options = dict(games=1, games_in_flight=1, seed=0)
     options[key] = value
     with pytest.raises(DriverConfigError, match=key):
-        SelfPlayDriver(SEARCH, **options)
+        SelfPlayDriver(SEARCH, *settings_from(**options))
 
 
 def test_no_games() -> None:
-    driver = SelfPlayDriver(SEARCH, games=0, games_in_flight=4, seed=0)
+    driver = SelfPlayDriver(SEARCH, GamesSettings(games=0, games_in_flight=4, seed=0))
     assert driver.play(HashEvaluator()) == [] and driver.stats["games"] == 0
 
 
@@ -278,13 +279,13 @@ def test_match_games_are_legal_with_alternating_sides() -> None:
     search = SearchConfig(num_simulations=16, leaves_per_batch=4, cache_size=1000,
                           temperature_plies=0)
     options = dict(games=8, seed=2, start_fens=ENDGAMES, max_plies=80, random_plies=1)
-    driver = MatchDriver(search, games_in_flight=3, threads=2, **options)
+    driver = MatchDriver(search, None, GamesSettings(games_in_flight=3, threads=2, id_prefix="match", **options))
     games = driver.play(HashEvaluator(seed=1), HashEvaluator(seed=2))
     assert [game.game_id for game in games] == [f"match-{i:05d}" for i in range(8)]
     for index, game in enumerate(games):
         _check_match_game(game, index, 80)
     assert driver.stats["batches_a"] > 0 and driver.stats["batches_b"] > 0
-    again = MatchDriver(search, games_in_flight=5, threads=1, **options).play(
+    again = MatchDriver(search, None, GamesSettings(games_in_flight=5, threads=1, **options)).play(
         HashEvaluator(seed=1), HashEvaluator(seed=2)
     )
     assert [game.moves for game in again] == [game.moves for game in games]
@@ -297,8 +298,8 @@ def test_match_the_stronger_search_mates() -> None:
                           temperature_plies=0, solver=False)
     weak = SearchConfig(num_simulations=1, leaves_per_batch=1, cache_size=0, temperature_plies=0,
                         solver=False)
-    driver = MatchDriver(strong, weak, games=6, games_in_flight=6, seed=0,
-                         start_fens=[ENDGAMES[0]], max_plies=1)
+    settings = GamesSettings(games=6, games_in_flight=6, seed=0, start_fens=[ENDGAMES[0]], max_plies=1)
+    driver = MatchDriver(strong, weak, settings)
     games = driver.play(HashEvaluator(seed=4), HashEvaluator(seed=4))
     for index, game in enumerate(games):
         _check_match_game(game, index, 1)

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from models.evaluation import UniformEvaluator
+from models.driver_settings import GamesSettings, SelfPlayRules
 from models.native_drivers import SelfPlayDriver
 from models.native_tree import NativeTree, run_native_searches
 from models.search_config import SearchConfig, select_move
@@ -210,16 +211,8 @@ def test_self_play_plays_the_proven_wins() -> None:
     search = SearchConfig(
         num_simulations=800, leaves_per_batch=4, cache_size=5000, temperature_plies=10
     )
-    driver = SelfPlayDriver(
-        search,
-        games=6,
-        games_in_flight=6,
-        seed=0,
-        start_fens=MATE_IN_2,
-        full_search_prob=0.0,
-        fast_simulations=800,
-        max_plies=10,
-    )
+    games = GamesSettings(games=6, games_in_flight=6, seed=0, start_fens=MATE_IN_2, max_plies=10)
+    driver = SelfPlayDriver(search, games, SelfPlayRules(full_search_prob=0.0, fast_simulations=800, resign_threshold=-1.0))
     games = driver.play(UniformEvaluator())
     for game in games:
         assert (game.termination, game.result, len(game.moves)) == ("checkmate", "1-0", 3), (

@@ -10,9 +10,9 @@ namespace zc {
 // Driver
 
 SelfPlayCore::SelfPlayCore(const DriverConfig& config)
-    : config_(config),
+    : config_((check_driver_config(config), config)),
       cache_(std::make_shared<EvalCache>(config.search.cache_size)),
-      pool_(config.threads < 1 ? 1 : config.threads) {
+      pool_(config.threads) {
   check_start_fens(config_.start_fens);
   const int lanes = config_.games_in_flight >= 2 ? 2 : 1;
   lanes_.resize(lanes);
@@ -50,6 +50,43 @@ void check_start_fens(std::vector<std::string>& fens) {
     std::string status = board.status();
     if (!status.empty()) throw ChessError("invalid start position " + fen + " (" + status + ")");
   }
+}
+
+namespace {
+
+void check_range(const char* name, double value, double low, double high, bool open_low = false) {
+  const bool ok = (open_low ? value > low : value >= low) && value <= high;  // false for NaN
+  if (!ok) {
+    throw ChessError(std::string(name) + " must be in " + (open_low ? "(" : "[") + std::to_string(low) + ", " +
+                     std::to_string(high) + "], got " + std::to_string(value));
+  }
+}
+
+void check_at_least(const char* name, long long value, long long low) {
+  if (value < low) throw ChessError(std::string(name) + " must be >= " + std::to_string(low) + ", got " + std::to_string(value));
+}
+
+}  // namespace
+
+void check_games_config(const GamesConfig& config) {
+  check_at_least("games", config.games, 0);
+  check_at_least("games_in_flight", config.games_in_flight, 1);
+  check_at_least("random_plies", config.random_plies, 0);
+  check_at_least("max_plies", config.max_plies, 1);
+  check_at_least("threads", config.threads, 1);
+}
+
+void check_driver_config(const DriverConfig& config) {
+  check_games_config(config);
+  check_at_least("fast_simulations", config.fast_simulations, 1);
+  check_at_least("resign_plies", config.resign_plies, 1);
+  check_at_least("draw_adjudication_plies", config.draw_adjudication_plies, 0);
+  check_at_least("draw_adjudication_window", config.draw_adjudication_window, 1);
+  check_range("full_search_prob", config.full_search_prob, 0.0, 1.0);
+  check_range("resign_threshold", config.resign_threshold, -1.0, 1.0);
+  check_range("resign_playthrough", config.resign_playthrough, 0.0, 1.0);
+  check_range("draw_adjudication_q", config.draw_adjudication_q, 0.0, 1.0, true);
+  check_range("draw_adjudication_playthrough", config.draw_adjudication_playthrough, 0.0, 1.0);
 }
 
 Board draw_start_board(const std::vector<std::string>& fens, int random_plies, std::mt19937_64& rng) {
@@ -279,7 +316,7 @@ static std::string game_over_result(const Board& after, Termination reason) {
   return "1/2-1/2";
 }
 
-MatchCore::MatchCore(const MatchConfig& config) : config_(config), pool_(config.threads < 1 ? 1 : config.threads) {
+MatchCore::MatchCore(const MatchConfig& config) : config_((check_games_config(config), config)), pool_(config.threads) {
   check_start_fens(config_.start_fens);
   for (int p = 0; p < 2; ++p) caches_[p] = std::make_shared<EvalCache>(config_.search[p].cache_size);
 }

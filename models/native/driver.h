@@ -55,6 +55,12 @@ struct DriverConfig : GamesConfig {
   double draw_adjudication_playthrough = 0.0;
 };
 
+// ChessError naming the first field out of its range (the ranges of
+// models.driver_settings.GamesSettings / SelfPlayRules); the start
+// positions are checked when the driver starts.
+void check_games_config(const GamesConfig& config);
+void check_driver_config(const DriverConfig& config);
+
 // A finished game, flat arrays (see models.native_drivers.NativeGame).
 struct FinishedGame {
   int index = 0;

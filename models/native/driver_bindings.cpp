@@ -63,17 +63,42 @@ py::dict game_dict(const FinishedGame& game) {
   return out;
 }
 
-// The fields both drivers share, in their constructors' argument order.
-void set_games(GamesConfig& config, const std::string& encoding, int games, int games_in_flight, std::uint64_t seed,
-               std::vector<std::string> start_fens, int random_plies, int max_plies, int threads) {
-  config.encoding = policy_encoding_from_name(encoding);
-  config.games = games;
-  config.games_in_flight = games_in_flight;
-  config.seed = seed;
-  config.start_fens = std::move(start_fens);
-  config.random_plies = random_plies;
-  config.max_plies = max_plies;
-  config.threads = threads;
+// The drivers' settings as plain classes with one attribute per field
+// (filled by models.native_drivers.native_config); the cores check them.
+void bind_configs(py::module_& m) {
+  py::class_<GamesConfig>(m, "GamesConfig", "What both drivers play (models.driver_settings.GamesSettings).")
+      .def(py::init<>())
+      .def_property(
+          "policy_encoding", [](const GamesConfig& c) { return policy_encoding_name(c.encoding); },
+          [](GamesConfig& c, const std::string& name) { c.encoding = policy_encoding_from_name(name); })
+      .def_readwrite("games", &GamesConfig::games)
+      .def_readwrite("games_in_flight", &GamesConfig::games_in_flight)
+      .def_readwrite("seed", &GamesConfig::seed)
+      .def_readwrite("start_fens", &GamesConfig::start_fens)
+      .def_readwrite("random_plies", &GamesConfig::random_plies)
+      .def_readwrite("max_plies", &GamesConfig::max_plies)
+      .def_readwrite("threads", &GamesConfig::threads);
+  py::class_<DriverConfig, GamesConfig>(m, "DriverConfig",
+                                        "SelfPlayCore's settings (models.driver_settings.SelfPlayRules and the search).")
+      .def(py::init<>())
+      .def_readwrite("search", &DriverConfig::search)
+      .def_readwrite("full_search_prob", &DriverConfig::full_search_prob)
+      .def_readwrite("fast_simulations", &DriverConfig::fast_simulations)
+      .def_readwrite("resign_threshold", &DriverConfig::resign_threshold)
+      .def_readwrite("resign_plies", &DriverConfig::resign_plies)
+      .def_readwrite("resign_playthrough", &DriverConfig::resign_playthrough)
+      .def_readwrite("draw_adjudication_plies", &DriverConfig::draw_adjudication_plies)
+      .def_readwrite("draw_adjudication_window", &DriverConfig::draw_adjudication_window)
+      .def_readwrite("draw_adjudication_q", &DriverConfig::draw_adjudication_q)
+      .def_readwrite("draw_adjudication_playthrough", &DriverConfig::draw_adjudication_playthrough);
+  py::class_<MatchConfig, GamesConfig>(m, "MatchConfig", "MatchCore's settings: the games and each player's search.")
+      .def(py::init<>())
+      .def_property(
+          "search_a", [](const MatchConfig& c) { return c.search[0]; },
+          [](MatchConfig& c, const SearchParams& p) { c.search[0] = p; })
+      .def_property(
+          "search_b", [](const MatchConfig& c) { return c.search[1]; },
+          [](MatchConfig& c, const SearchParams& p) { c.search[1] = p; });
 }
 
 // batch(i), set_results(i, output) and done() of a driver (batch i: a lane
@@ -95,32 +120,7 @@ void def_batches(py::class_<Core>& cls) {
 
 void bind_self_play(py::module_& m) {
   py::class_<SelfPlayCore> cls(m, "SelfPlayCore", "Many self-play games on C++ threads, stepped lane by lane.");
-  cls.def(py::init([](const SearchParams& params, const std::string& encoding, int games, int games_in_flight,
-                      std::uint64_t seed, std::vector<std::string> start_fens, int random_plies, int max_plies,
-                      double full_search_prob, int fast_simulations, double resign_threshold, int resign_plies,
-                      double resign_playthrough, int threads, int draw_adjudication_plies, int draw_adjudication_window,
-                      double draw_adjudication_q, double draw_adjudication_playthrough) {
-            DriverConfig config;
-            config.search = params;
-            set_games(config, encoding, games, games_in_flight, seed, std::move(start_fens), random_plies, max_plies,
-                      threads);
-            config.full_search_prob = full_search_prob;
-            config.fast_simulations = fast_simulations;
-            config.resign_threshold = resign_threshold;
-            config.resign_plies = resign_plies;
-            config.resign_playthrough = resign_playthrough;
-            config.draw_adjudication_plies = draw_adjudication_plies;
-            config.draw_adjudication_window = draw_adjudication_window;
-            config.draw_adjudication_q = draw_adjudication_q;
-            config.draw_adjudication_playthrough = draw_adjudication_playthrough;
-            return std::make_unique<SelfPlayCore>(config);
-          }),
-          py::arg("params"), py::arg("policy_encoding"), py::arg("games"), py::arg("games_in_flight"), py::arg("seed"),
-          py::arg("start_fens"), py::arg("random_plies"), py::arg("max_plies"), py::arg("full_search_prob"),
-          py::arg("fast_simulations"), py::arg("resign_threshold"), py::arg("resign_plies"),
-          py::arg("resign_playthrough"), py::arg("threads"), py::arg("draw_adjudication_plies") = 0,
-          py::arg("draw_adjudication_window") = 20, py::arg("draw_adjudication_q") = 0.05,
-          py::arg("draw_adjudication_playthrough") = 0.0)
+  cls.def(py::init<const DriverConfig&>(), py::arg("config"))
       .def_property_readonly("lanes", &SelfPlayCore::lanes)
       .def("step",
            [](SelfPlayCore& core, int lane) {
@@ -154,19 +154,7 @@ void bind_self_play(py::module_& m) {
 
 void bind_match(py::module_& m) {
   py::class_<MatchCore> cls(m, "MatchCore", "Games between two players on C++ threads, sides alternating.");
-  cls.def(py::init([](const SearchParams& search_a, const SearchParams& search_b, const std::string& encoding,
-                      int games, int games_in_flight, std::uint64_t seed, std::vector<std::string> start_fens,
-                      int random_plies, int max_plies, int threads) {
-            MatchConfig config;
-            config.search[0] = search_a;
-            config.search[1] = search_b;
-            set_games(config, encoding, games, games_in_flight, seed, std::move(start_fens), random_plies, max_plies,
-                      threads);
-            return std::make_unique<MatchCore>(config);
-          }),
-          py::arg("search_a"), py::arg("search_b"), py::arg("policy_encoding"), py::arg("games"),
-          py::arg("games_in_flight"), py::arg("seed"), py::arg("start_fens"), py::arg("random_plies"),
-          py::arg("max_plies"), py::arg("threads"))
+  cls.def(py::init<const MatchConfig&>(), py::arg("config"))
       .def("step",
            [](MatchCore& core) {
              py::gil_scoped_release release;
@@ -193,6 +181,7 @@ void bind_match(py::module_& m) {
 }  // namespace
 
 void bind_drivers(py::module_& m) {
+  bind_configs(m);
   bind_self_play(m);
   bind_match(m);
 }

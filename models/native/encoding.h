@@ -63,6 +63,8 @@ enum class PolicyEncoding : int { AZ4672 = 0, LC0_1858 = 1 };
 int policy_size(PolicyEncoding encoding);  // 4672 or 1858
 // Throws ChessError for an unknown name ("az4672" | "lc0_1858").
 PolicyEncoding policy_encoding_from_name(const std::string& name);
+// The name policy_encoding_from_name reads.
+std::string policy_encoding_name(PolicyEncoding encoding);
 
 // models.policy.PolicyMap.indices for one legal move of `board`; throws
 // ChessError when the move has no index in the encoding.

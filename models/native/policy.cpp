@@ -142,6 +142,10 @@ PolicyEncoding policy_encoding_from_name(const std::string& name) {
   throw ChessError("unknown policy encoding '" + name + "'; valid names: az4672, lc0_1858");
 }
 
+std::string policy_encoding_name(PolicyEncoding encoding) {
+  return encoding == PolicyEncoding::LC0_1858 ? "lc0_1858" : "az4672";
+}
+
 const std::int16_t* policy_lut(PolicyEncoding encoding, const Board& board) {
   const int enc = encoding == PolicyEncoding::LC0_1858 ? 1 : 0;
   const std::uint64_t home = board.turn() == WHITE ? (std::uint64_t{1} << E1) : (std::uint64_t{1} << E8);

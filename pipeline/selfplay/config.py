@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from models.driver_settings import SelfPlayRules
 from pipeline.config_errors import ConfigError, check_at_least, check_each, check_inference, require
 from pipeline.selfplay.endgames import parse_kind
 
@@ -78,8 +79,10 @@ def check_curriculum_measure(stages: Sequence[CurriculumStage], measure: str) ->
 
 
 @dataclass(frozen=True)
-class SelfPlayConfig:
-    """Self-play games and the workers that play them.
+class SelfPlayConfig(SelfPlayRules):
+    """Self-play games and the workers that play them: the rules of the games
+    (the fields of :class:`models.driver_settings.SelfPlayRules`, documented
+    here) and how they are played.
 
     Attributes:
         games_per_task: games one worker task plays side by side (their
@@ -171,15 +174,6 @@ class SelfPlayConfig:
     overlap_inference: bool = False
     search_threads: int = 1
     max_plies: int = 512
-    full_search_prob: float = 0.25
-    fast_simulations: int = 32
-    resign_threshold: float = -0.95
-    resign_plies: int = 3
-    resign_playthrough: float = 0.1
-    draw_adjudication_plies: int = 0
-    draw_adjudication_window: int = 20
-    draw_adjudication_q: float = 0.05
-    draw_adjudication_playthrough: float = 0.1
     start_positions: str = ""
     random_plies: int = 0
     seed: int = 0

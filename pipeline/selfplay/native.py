@@ -17,6 +17,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from models.driver_settings import GamesSettings
 from models.evaluation import Evaluator
 from models.search_backend import policy_encoding
 from models.search_config import SearchConfig
@@ -26,16 +27,9 @@ from pipeline.selfplay.records import GameRecord, NativeGameRecord, SelfPlayStat
 if TYPE_CHECKING:
     from models.native_drivers import NativeGame
 
-__all__ = ["DRIVER_SETTINGS", "NATIVE_COUNTERS", "count_native", "native_overlap", "play_native"]
+__all__ = ["NATIVE_COUNTERS", "count_native", "native_overlap", "play_native"]
 
 log = logging.getLogger(__name__)
-
-DRIVER_SETTINGS = (
-    "random_plies", "max_plies", "full_search_prob", "fast_simulations", "resign_threshold", "resign_plies",
-    "resign_playthrough", "draw_adjudication_plies", "draw_adjudication_window", "draw_adjudication_q",
-    "draw_adjudication_playthrough",
-)  # fmt: skip
-"""The ``selfplay`` parameters the driver takes under their own names."""
 
 NATIVE_COUNTERS = (
     "games", "positions", "full_searches", "evaluations", "batches", "resigned", "playthrough", "false_resigns",
@@ -77,18 +71,19 @@ def play_native(
     from models.native_drivers import SelfPlayDriver
 
     encoding = policy_encoding(evaluator)
-    driver = SelfPlayDriver(
-        search,
+    settings = GamesSettings(
         games=games,
         games_in_flight=selfplay.games_per_task,
         seed=seed,
         policy_encoding=encoding,
-        start_fens=list(start_fens),
+        start_fens=tuple(start_fens),
+        random_plies=selfplay.random_plies,
+        max_plies=selfplay.max_plies,
         threads=selfplay.search_threads,
         id_prefix=id_prefix,
-        overlap=native_overlap(evaluator, selfplay),
-        **{name: getattr(selfplay, name) for name in DRIVER_SETTINGS},
     )
+    # The selfplay section is a SelfPlayRules: the driver reads its rules' fields.
+    driver = SelfPlayDriver(search, settings, selfplay, overlap=native_overlap(evaluator, selfplay))
 
     def finished(game: NativeGame) -> None:
         if on_move is not None:

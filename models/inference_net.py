@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from models.net import INPUT_PLANES, AlphaZeroNet, ConvBN
+from models.net import INPUT_PLANES, AlphaZeroNet
+from models.net_heads import ConvBN
 
 __all__ = ["BUCKETS", "COMPILE_MODES", "CompiledNet", "compile_for_inference", "fold_batch_norm", "fold_for_inference",
            "resolve_compile"]
@@ -90,7 +91,7 @@ def _folded_conv(conv: nn.Conv2d, bn: nn.BatchNorm2d) -> nn.Conv2d:
 
 
 def fold_batch_norm(net: AlphaZeroNet) -> AlphaZeroNet:
-    """Return a copy of ``net`` with every :class:`~models.net.ConvBN`'s batch
+    """Return a copy of ``net`` with every :class:`~models.net_heads.ConvBN`'s batch
     norm folded into its convolution (the conv gains a bias, the BN becomes
     ``nn.Identity``).
 

@@ -8,8 +8,12 @@ scalar value per position:
   (``index = plane * 64 + rank * 8 + file``, same square layout as the input
   planes), or, for the ``"lc0_1858"`` encoding, the 1858 logits gathered from
   those 4672 by a fixed index vector;
-* value: ``tanh`` output in ``[-1, 1]`` from the side to move's perspective,
-  shape ``(B,)``.
+* value: in ``[-1, 1]`` from the side to move's perspective, shape ``(B,)``:
+  the ``tanh`` output of the scalar head, or ``P(win) - P(loss)`` of the
+  win/draw/loss head (``value_head: wdl``), whose three logits
+  :meth:`AlphaZeroNet.forward_heads` returns for training.
+
+The heads and the conv+BN unit live in :mod:`models.net_heads`.
 
 This module is pure: it does no file I/O, reads no environment, prints
 nothing. Serialisation to disk lives in ``pipeline.checkpoint``; here we only
@@ -28,6 +32,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from models.net_heads import (
+    VALUE_HEADS,
+    ConvBN,
+    NetOutput,
+    PolicyHead,
+    ValueHead,
+    value_head_of_state,
+    wdl_value,
+)
+
 __all__ = [
     "NET_STATE_FORMAT",
     "INPUT_PLANES",
@@ -38,7 +52,9 @@ __all__ = [
     "NO_PROGRESS_PLANE",
     "NO_PROGRESS_SCALE",
     "PRESETS",
+    "VALUE_HEADS",
     "NetConfig",
+    "NetOutput",
     "AlphaZeroNet",
     "NetStateError",
     "ArchitectureMismatchError",
@@ -48,6 +64,7 @@ __all__ = [
     "load_weights_into",
     "pick_device",
     "count_parameters",
+    "wdl_value",
 ]
 
 NET_STATE_FORMAT = "zerochess-net/1"
@@ -107,6 +124,9 @@ class NetConfig:
             (AlphaZero: 1, lc0: 32).
         value_hidden: Width of the value head's hidden fully connected layer
             (AlphaZero: 256).
+        value_head: ``"scalar"`` (AlphaZero: one ``tanh`` value) or ``"wdl"``
+            (lc0: three logits, win/draw/loss for the side to move, trained
+            with cross-entropy; the value the search sees is ``W - L``).
     """
 
     blocks: int = 6
@@ -115,6 +135,7 @@ class NetConfig:
     policy_encoding: str = "az4672"
     value_channels: int = 32
     value_hidden: int = 256
+    value_head: str = "scalar"
 
     def __post_init__(self) -> None:
         """Validate every field; errors name the field and the bad value."""
@@ -132,6 +153,10 @@ class NetConfig:
             raise ValueError(
                 f"NetConfig.policy_encoding must be one of {sorted(POLICY_SIZES)}, "
                 f"got {self.policy_encoding!r}"
+            )
+        if self.value_head not in VALUE_HEADS:
+            raise ValueError(
+                f"NetConfig.value_head must be one of {list(VALUE_HEADS)}, got {self.value_head!r}"
             )
 
     @property
@@ -189,22 +214,6 @@ PRESETS: dict[str, NetConfig] = {
 # --------------------------------------------------------------------------
 
 
-class ConvBN(nn.Module):
-    """Bias-free square convolution followed by batch norm (no activation)."""
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: int) -> None:
-        """Create a ``kernel_size`` x ``kernel_size`` 'same' convolution + BN."""
-        super().__init__()
-        self.conv = nn.Conv2d(
-            in_channels, out_channels, kernel_size, padding=kernel_size // 2, bias=False
-        )
-        self.bn = nn.BatchNorm2d(out_channels)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Return ``bn(conv(x))``."""
-        return self.bn(self.conv(x))
-
-
 class SqueezeExcitation(nn.Module):
     """lc0-style SE unit: global average pool -> FC -> ReLU -> FC -> (scale, bias).
 
@@ -240,36 +249,6 @@ class ResidualBlock(nn.Module):
         if self.se is not None:
             out = self.se(out)
         return F.relu(out + x)
-
-
-class PolicyHead(nn.Module):
-    """3x3 conv+BN+ReLU then a 1x1 conv (with bias) to the 73 move planes."""
-
-    def __init__(self, filters: int) -> None:
-        """Create the head for a trunk of ``filters`` channels."""
-        super().__init__()
-        self.conv = ConvBN(filters, filters, 3)
-        self.out = nn.Conv2d(filters, POLICY_PLANES, 1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Return the 4672 logits ``(B, 73*64)`` in ``plane*64 + rank*8 + file`` order."""
-        return self.out(F.relu(self.conv(x))).flatten(1)
-
-
-class ValueHead(nn.Module):
-    """1x1 conv+BN+ReLU -> FC -> ReLU -> FC(1) -> tanh."""
-
-    def __init__(self, filters: int, channels: int, hidden: int) -> None:
-        """Create the head for a trunk of ``filters`` channels."""
-        super().__init__()
-        self.conv = ConvBN(filters, channels, 1)
-        self.fc1 = nn.Linear(channels * 64, hidden)
-        self.fc2 = nn.Linear(hidden, 1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Return values in ``[-1, 1]`` with shape ``(B,)``."""
-        hidden = F.relu(self.fc1(F.relu(self.conv(x)).flatten(1)))
-        return torch.tanh(self.fc2(hidden)).squeeze(1)
 
 
 def _input_scale() -> torch.Tensor:
@@ -340,8 +319,10 @@ class AlphaZeroNet(nn.Module):
         self.blocks = nn.Sequential(
             *(ResidualBlock(cfg.filters, cfg.se_ratio) for _ in range(cfg.blocks))
         )
-        self.policy_head = PolicyHead(cfg.filters)
-        self.value_head = ValueHead(cfg.filters, cfg.value_channels, cfg.value_hidden)
+        self.policy_head = PolicyHead(cfg.filters, POLICY_PLANES)
+        self.value_head = ValueHead(
+            cfg.filters, cfg.value_channels, cfg.value_hidden, cfg.value_head
+        )
 
     @property
     def policy_size(self) -> int:
@@ -364,8 +345,8 @@ class AlphaZeroNet(nn.Module):
             x = x.contiguous(memory_format=torch.channels_last)
         return x
 
-    def forward(self, planes: torch.Tensor | np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-        """Return ``(policy_logits [B, policy_size], value [B])`` for raw input planes.
+    def forward_heads(self, planes: torch.Tensor | np.ndarray) -> NetOutput:
+        """Return the policy logits, the value and (WDL head) the win/draw/loss logits.
 
         Raises:
             ValueError: input is not ``(B, 119, 8, 8)``.
@@ -374,7 +355,20 @@ class AlphaZeroNet(nn.Module):
         logits = self.policy_head(trunk)
         if self.policy_gather is not None:
             logits = logits.index_select(1, self.policy_gather)
-        return logits, self.value_head(trunk)
+        head = self.value_head(trunk)
+        if self.config.value_head == "wdl":
+            return NetOutput(logits, wdl_value(head), head)
+        return NetOutput(logits, head, None)
+
+    def forward(self, planes: torch.Tensor | np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        """Return ``(policy_logits [B, policy_size], value [B])`` for raw input planes
+        (a WDL head's value is ``P(win) - P(loss)``).
+
+        Raises:
+            ValueError: input is not ``(B, 119, 8, 8)``.
+        """
+        output = self.forward_heads(planes)
+        return output.policy_logits, output.value
 
 
 # --------------------------------------------------------------------------
@@ -485,7 +479,8 @@ def load_weights_into(
     Raises:
         NetStateError: ``state_dict`` is not a mapping of tensors.
         ArchitectureMismatchError: keys or shapes differ; names every
-            parameter with both shapes.
+            parameter with both shapes (a scalar value head against a WDL
+            one is named as ``value_head`` with both settings).
     """
     model = _unwrap(net)
     if not isinstance(state_dict, Mapping):
@@ -494,6 +489,12 @@ def load_weights_into(
     if bad:
         raise NetStateError(f"state_dict entries are not tensors: {bad[:8]}")
     problems = _state_mismatches(state_dict, model.state_dict())
+    stored, wanted = value_head_of_state(state_dict), model.config.value_head
+    if stored is not None and stored != wanted:
+        # One line naming the key: the fc2 shape lines it explains are left out.
+        problems = [f"value_head: checkpoint {stored!r} vs model {wanted!r}"] + [
+            line for line in problems if not line.startswith("value_head.fc2.")
+        ]
     if problems:
         raise ArchitectureMismatchError(problems, source)
     model.load_state_dict(state_dict, strict=True)

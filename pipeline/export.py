@@ -12,8 +12,10 @@ The file's graph:
   softmax) in the net's policy encoding: for ``az4672`` index
   ``plane * 64 + rank * 8 + file`` (73 move planes, squares from the side to
   move's view), for ``lc0_1858`` lc0's 1858 moves;
-* output ``value``: ``float32 [batch]``, ``tanh`` in ``[-1, 1]`` from the side
-  to move's view.
+* output ``value``: ``float32 [batch]`` in ``[-1, 1]`` from the side to
+  move's view: the ``tanh`` of a scalar value head, or ``P(win) - P(loss)``
+  of a win/draw/loss head (``net.value_head: wdl``; the three probabilities
+  are not an output: the graph keeps the two outputs every consumer reads).
 
 ``batch`` is a dynamic axis.  Batch norm is folded into the convolutions
 first (:func:`fold_batch_norm`), so the graph holds no BatchNormalization.
@@ -107,6 +109,12 @@ class ExportError(ValueError):
     message names the file."""
 
 
+_VALUE_OUTPUTS = {
+    "scalar": "value: float32 [batch] tanh value for the side to move",
+    "wdl": "value: float32 [batch] P(win) - P(loss) of the WDL head for the side to move",
+}
+
+
 # --------------------------------------------------------------------------
 # ONNX export
 # --------------------------------------------------------------------------
@@ -122,7 +130,7 @@ def onnx_metadata(net: AlphaZeroNet) -> dict[str, str]:
         "policy_size": str(net.config.policy_size),
         "input": INPUT_DESCRIPTION,
         "outputs": "policy: float32 [batch, policy_size] raw logits; "
-        "value: float32 [batch] tanh value for the side to move",
+        + _VALUE_OUTPUTS[net.config.value_head],
     }
 
 

@@ -34,6 +34,7 @@ CONFIGS = {
     "az4672": NetConfig.preset("tiny"),
     "lc0_1858": NetConfig.preset("tiny", policy_encoding="lc0_1858"),
     "se": NetConfig.preset("tiny", se_ratio=4),
+    "wdl": NetConfig.preset("tiny", value_head="wdl"),
 }
 
 

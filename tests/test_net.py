@@ -152,6 +152,7 @@ def test_channels_last_matches_contiguous() -> None:
         ("value_channels", 0),
         ("value_hidden", True),
         ("policy_encoding", "uci"),
+        ("value_head", "wdl3"),
     ],
 )
 def test_config_validation_names_field_and_value(field: str, value: object) -> None:

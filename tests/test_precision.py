@@ -220,3 +220,36 @@ def test_training_precision_auto() -> None:
     expected = "bf16-mixed" if cpu_bf16_support() else "32-true"
     assert resolve_training_precision("auto", "cpu") == expected
     assert resolve_training_precision("32-true", "cpu") == "32-true"
+
+
+@pytest.mark.parametrize("value_head", ["scalar", "wdl"])
+def test_folded_and_traced_nets_give_the_eager_policy_and_value(value_head: str) -> None:
+    """A net with non-trivial batch-norm statistics, folded (eager) and traced
+    (jit): the legal logits and the values (a WDL head's W - L) of the net."""
+    torch.manual_seed(0)
+    net = AlphaZeroNet(NetConfig.preset("tiny", value_head=value_head))
+    with torch.no_grad():
+        for module in net.modules():
+            if isinstance(module, torch.nn.BatchNorm2d):
+                module.running_mean.uniform_(-0.5, 0.5)
+                module.running_var.uniform_(0.2, 3.0)
+                module.weight.uniform_(0.5, 1.5)
+                module.bias.uniform_(-0.3, 0.3)
+    net.eval()
+    boards = _positions(12, seed=3)
+    planes = torch.from_numpy(np.stack([encode_board(board) for board in boards]))
+    with torch.inference_mode():
+        ref_logits, ref_values = net(planes)
+    policy_map = get_policy_map("az4672")
+    want = [
+        ref_logits[row, policy_map.indices(board, list(board.legal_moves))].numpy()
+        for row, board in enumerate(boards)
+    ]
+    for mode in ("eager", "jit"):
+        evaluator = NetEvaluator(net, compile=mode, calibration_batch=8)
+        assert evaluator.compiled.mode == mode
+        logits, values = _outputs(evaluator, boards)
+        np.testing.assert_allclose(
+            np.concatenate(logits), np.concatenate(want), atol=1e-4, rtol=1e-4
+        )
+        np.testing.assert_allclose(values, ref_values.numpy(), atol=1e-5)

@@ -101,6 +101,10 @@ def check_checkpoint_net(path: str | os.PathLike[str], net_config: NetConfig) ->
         for name, tensor in saved.state_dict().items()
         if name in model and tensor.shape != model[name].shape
     ]
+    if saved.config.value_head != net_config.value_head:
+        stored, wanted = saved.config.value_head, net_config.value_head
+        head = f"value_head: checkpoint {stored!r} vs model {wanted!r}"
+        problems = [head] + [line for line in problems if not line.startswith("value_head.fc2.")]
     source = f"{os.fspath(path)} (checkpoint net {saved.config.to_dict()}, params net {net_config.to_dict()})"
     raise ArchitectureMismatchError(problems or ["configs differ with equal shapes"], source)
 

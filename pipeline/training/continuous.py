@@ -163,9 +163,10 @@ class ContinuousTrainer:
         if self.stream is None or self.stream_at != self.step:
             window = Window.from_dict(self.window, "trainer window")
             train = self.config.train
+            net = self.config.net
             spec = StreamSpec(window.pieces, train.batch_size, train.shuffle_buffer,
-                              train.seed + self.window_start, 0, self.config.net.policy_encoding,
-                              train.value_target, train.q_ratio)  # fmt: skip
+                              train.seed + self.window_start, 0, net.policy_encoding,
+                              train.value_target, train.q_ratio, net.value_head)  # fmt: skip
             self.stream = batch_stream(spec, skip=self.step - self.window_start)
             self.stream_at = self.step
         return self.stream

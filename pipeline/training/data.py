@@ -42,7 +42,7 @@ import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from pipeline.shards import decode_planes, decode_targets, select_training_rows
-from pipeline.training.targets import Q_COLUMNS, value_targets
+from pipeline.training.targets import Q_COLUMNS, value_targets, wdl_targets
 from pipeline.training.config import TrainConfig
 from pipeline.training.window import Piece, TrainDataError, Window, build_window
 
@@ -71,7 +71,8 @@ TRAINING_COLUMNS = (
 """The shard columns training reads."""
 
 Batch = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
-"""(planes ``[B, 119, 8, 8]`` uint8, pi ``[B, P]`` float32, z ``[B]`` float32)."""
+"""(planes ``[B, 119, 8, 8]`` uint8, pi ``[B, P]`` float32, value target float32:
+``[B]`` for a scalar value head, ``[B, 3]`` (win, draw, loss) for a WDL head)."""
 
 _ASSIGN_STREAM = 0x5EED
 
@@ -109,6 +110,8 @@ class StreamSpec:
         policy_encoding: the network's policy encoding (the size of pi).
         value_target: ``z``, ``q`` or ``mix`` (:mod:`pipeline.training.targets`).
         q_ratio: the weight of q in a ``mix`` target.
+        value_head: the network's value head: ``scalar`` (targets ``[B]``) or
+            ``wdl`` (targets ``[B, 3]``, :func:`~pipeline.training.targets.wdl_targets`).
     """
 
     pieces: tuple[Piece, ...]
@@ -119,6 +122,7 @@ class StreamSpec:
     policy_encoding: str
     value_target: str = "z"
     q_ratio: float = 0.5
+    value_head: str = "scalar"
 
     @property
     def positions(self) -> int:
@@ -175,7 +179,9 @@ def batch_stream(spec: StreamSpec, skip: int = 0) -> Iterator[Batch]:
             for index in range(skip, count):
                 rows_of_batch = order[index * spec.batch_size : (index + 1) * spec.batch_size]
                 batch = table.take(pa.array(rows_of_batch))
-                yield decode_batch(batch, spec.policy_encoding, spec.value_target, spec.q_ratio)
+                yield decode_batch(
+                    batch, spec.policy_encoding, spec.value_target, spec.q_ratio, spec.value_head
+                )
             skip = 0
         epoch += 1
 
@@ -208,12 +214,18 @@ def load_piece(piece: Piece) -> pa.Table:
 
 
 def decode_batch(
-    table: pa.Table, policy_encoding: str, value_target: str = "z", q_ratio: float = 0.5
+    table: pa.Table,
+    policy_encoding: str,
+    value_target: str = "z",
+    q_ratio: float = 0.5,
+    value_head: str = "scalar",
 ) -> Batch:
-    """(planes uint8, dense pi, value target) tensors of a table of training rows."""
+    """(planes uint8, dense pi, value target) tensors of a table of training rows
+    (the target of a ``wdl`` value head is a (win, draw, loss) distribution)."""
     planes = decode_planes(table)
     pi, z = decode_targets(table, policy_encoding)
-    target = value_targets(table, z, value_target, q_ratio)
+    targets = wdl_targets if value_head == "wdl" else value_targets
+    target = targets(table, z, value_target, q_ratio)
     return torch.from_numpy(planes), torch.from_numpy(pi), torch.from_numpy(target)
 
 
@@ -229,6 +241,7 @@ class WindowDataset(IterableDataset):
         rank: this process's DDP rank.
         world_size: DDP processes.
         start_batch: batches this rank's loader already handed out (resume).
+        value_head: the network's value head (``scalar`` or ``wdl``).
     """
 
     def __init__(
@@ -239,6 +252,7 @@ class WindowDataset(IterableDataset):
         rank: int = 0,
         world_size: int = 1,
         start_batch: int = 0,
+        value_head: str = "scalar",
     ) -> None:
         super().__init__()
         self.window = window
@@ -247,6 +261,7 @@ class WindowDataset(IterableDataset):
         self.rank = rank
         self.world_size = world_size
         self.start_batch = start_batch
+        self.value_head = value_head
 
     def spec(self, worker: int, workers: int) -> StreamSpec:
         """The stream of worker ``worker`` of ``workers`` on this rank."""
@@ -262,6 +277,7 @@ class WindowDataset(IterableDataset):
             self.policy_encoding,
             self.config.value_target,
             self.config.q_ratio,
+            self.value_head,
         )
 
     def __iter__(self) -> Iterator[Batch]:
@@ -288,6 +304,7 @@ class ShardDataModule(pl.LightningDataModule):
         policy_encoding: the network's policy encoding.
         reuse_window: keep an existing ``window_path`` (resume).
         pin_memory: pin batches for CUDA.
+        value_head: the network's value head (``scalar`` or ``wdl``).
     """
 
     def __init__(
@@ -298,6 +315,7 @@ class ShardDataModule(pl.LightningDataModule):
         policy_encoding: str,
         reuse_window: bool = False,
         pin_memory: bool = False,
+        value_head: str = "scalar",
     ) -> None:
         super().__init__()
         self.data_dir = os.fspath(data_dir)
@@ -306,6 +324,7 @@ class ShardDataModule(pl.LightningDataModule):
         self.policy_encoding = policy_encoding
         self.reuse_window = reuse_window
         self.pin_memory = pin_memory
+        self.value_head = value_head
         self.window: Window | None = None
         self.start_batch = 0
         self.prepare_data_per_node = False  # one process in the whole job builds the window
@@ -359,6 +378,7 @@ class ShardDataModule(pl.LightningDataModule):
             rank,
             self._world_size(),
             self.start_batch,
+            self.value_head,
         )
         workers = self.config.loader_workers
         return DataLoader(

@@ -4,6 +4,11 @@ Pure torch, no Lightning: :func:`loss_terms` returns every term separately so
 that each can be logged, and :func:`decayed_weights` names the parameters the
 L2 term covers: the weights of convolutions and linear layers, never
 BatchNorm scales and shifts nor biases.
+
+A win/draw/loss value head replaces ``(z - v)^2`` by the cross-entropy of its
+three logits against a (win, draw, loss) target distribution
+(:func:`pipeline.training.targets.wdl_targets`); it is still the ``value``
+term, logged under the same name.
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ class LossTerms:
     Attributes:
         policy: cross-entropy ``-sum(pi * log_softmax(logits))`` against the
             full visit distribution, averaged over the batch.
-        value: mean squared error ``(z - v)^2``.
+        value: mean squared error ``(z - v)^2``; for a WDL head the
+            cross-entropy ``-sum(target * log_softmax(wdl_logits))``.
         l2: ``c * ||theta||^2`` over :func:`decayed_weights`.
         total: ``policy + value_weight * value + l2``: what is logged as
             ``loss/total`` whether L2 goes through the loss or the optimizer.
@@ -35,7 +41,8 @@ class LossTerms:
             the optimizer applies L2 as weight decay.
         policy_top1: share of positions whose highest logit is argmax pi.
         value_sign_accuracy: share of decisive positions (z != 0) where
-            sign(v) == z; NaN when the batch has none.
+            sign(v) == z; NaN when the batch has none.  For a WDL target, z
+            is its ``W - L``.
     """
 
     policy: torch.Tensor
@@ -78,6 +85,7 @@ def loss_terms(
     l2: float,
     value_weight: float = 1.0,
     l2_in_loss: bool = True,
+    wdl_logits: torch.Tensor | None = None,
 ) -> LossTerms:
     """The loss terms and metrics of a batch.
 
@@ -85,19 +93,35 @@ def loss_terms(
         logits: policy logits ``[B, P]``.
         value: value head output ``[B]`` in [-1, 1].
         pi: visit distributions ``[B, P]`` (rows sum to 1).
-        z: game outcomes ``[B]`` in {-1, 0, 1} from the side to move.
+        z: value targets ``[B]`` in [-1, 1] from the side to move (game
+            outcomes, root q or a mix); with ``wdl_logits``, (win, draw,
+            loss) distributions ``[B, 3]`` (rows sum to 1).
         weights: the parameters of the L2 term (:func:`decayed_weights`).
         l2: the coefficient c.
         value_weight: weight of the value MSE.
         l2_in_loss: differentiate the L2 term (False when the optimizer's
             weight decay applies it; it is then computed without gradient).
+        wdl_logits: the win/draw/loss logits ``[B, 3]`` of a WDL value head
+            (``None`` for a scalar head); the value term is then their
+            cross-entropy against ``z``.
+
+    Raises:
+        ValueError: ``z``'s shape does not fit the head (``[B]`` scalar, ``[B, 3]`` WDL).
     """
     logits = logits.float()
     pi = pi.to(logits.dtype)
     z = z.to(logits.dtype)
     value = value.float()
     policy = -(pi * F.log_softmax(logits, dim=1)).sum(dim=1).mean()
-    value_mse = (z - value).pow(2).mean()
+    if wdl_logits is None:
+        if z.dim() != 1:
+            raise ValueError(f"a scalar value head needs targets [B], got {tuple(z.shape)}")
+        value_mse = (z - value).pow(2).mean()
+    else:
+        if z.dim() != 2 or z.shape[1] != wdl_logits.shape[1]:
+            raise ValueError(f"a WDL value head needs targets [B, 3], got {tuple(z.shape)}")
+        value_mse = -(z * F.log_softmax(wdl_logits.float(), dim=1)).sum(dim=1).mean()
+        z = z[:, 0] - z[:, 2]
     if l2_in_loss:
         penalty = l2_penalty(weights, l2).to(logits.device)
     else:

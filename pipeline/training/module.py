@@ -6,7 +6,8 @@ dict keys are ``net.<name>``), computes the AlphaZero loss term by term
 ``loss/policy``, ``loss/value``, ``loss/l2``, ``loss/total``,
 ``metrics/policy_top1`` (argmax of the logits equals argmax pi),
 ``metrics/value_sign_accuracy`` (sign(v) == z over decisive positions; left
-out when a batch has none), ``lr`` and ``throughput/samples_per_s``
+out when a batch has none), the value term being the cross-entropy of the
+win/draw/loss logits for a WDL value head (``net.value_head: wdl``; same names), ``lr`` and ``throughput/samples_per_s``
 (positions per second over the steps since the previous log, data loading
 included, all devices).
 
@@ -64,16 +65,17 @@ class AlphaZeroModule(pl.LightningModule):
     def losses(self, batch: Batch) -> LossTerms:
         """The loss terms of ``batch`` with the current weights."""
         planes, pi, z = batch
-        logits, value = self.net(planes)
+        output = self.net.forward_heads(planes)
         return loss_terms(
-            logits,
-            value,
+            output.policy_logits,
+            output.value,
             pi,
             z,
             self._decayed,
             l2=self.config.l2,
             value_weight=self.config.value_weight,
             l2_in_loss=self.config.l2_mode == "loss",
+            wdl_logits=output.wdl_logits,
         )
 
     def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:

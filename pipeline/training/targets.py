@@ -12,6 +12,12 @@ games, while z is unbiased but noisy.  ``train.value_target``:
 
 Rows without a q (positions converted from PGN games: no search, no label)
 keep z whatever the setting.
+
+A win/draw/loss value head (``net.value_head: wdl``) learns a distribution
+over (win, draw, loss) instead (:func:`wdl_targets`): z is one-hot, a q in
+[-1, 1] is ``[(1 + q) / 2, 0, (1 - q) / 2]``, and ``mix`` mixes the two
+distributions with the same weights, so the target's ``W - L`` is the scalar
+target above.
 """
 
 from __future__ import annotations
@@ -28,6 +34,18 @@ LABEL_TERMINATION = "stockfish"
 
 Q_COLUMNS = ("root_q", "root_visits", "termination")
 """The shard columns a q or mix target reads besides z."""
+
+
+def outcome_distribution(z: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """One-hot (win, draw, loss) ``[N, 3]`` of outcomes z in {-1, 0, 1} (side to move)."""
+    return np.stack([z > 0, z == 0, z < 0], axis=1).astype(np.float32)
+
+
+def expected_score_distribution(value: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """``[(1 + v) / 2, 0, (1 - v) / 2]`` ``[N, 3]`` of values v in [-1, 1]: the
+    (win, draw, loss) distribution with ``W - L = v`` and no draw mass."""
+    value = value.astype(np.float32)
+    return np.stack([(1.0 + value) / 2.0, np.zeros_like(value), (1.0 - value) / 2.0], axis=1)
 
 
 def has_q(table: pa.Table) -> npt.NDArray[np.bool_]:
@@ -49,3 +67,21 @@ def value_targets(
     weight = 1.0 if value_target == "q" else float(q_ratio)
     mixed = (1.0 - weight) * z + weight * q
     return np.where(has_q(table), mixed, z).astype(np.float32)
+
+
+def wdl_targets(
+    table: pa.Table, z: npt.NDArray[np.float32], value_target: str, q_ratio: float
+) -> npt.NDArray[np.float32]:
+    """The (win, draw, loss) target ``[N, 3]`` of each row of ``table`` for a WDL
+    value head (z is its decoded outcome column); rows sum to 1."""
+    outcome = outcome_distribution(z)
+    if value_target == "z":
+        return outcome
+    if value_target not in VALUE_TARGETS:
+        raise ValueError(f"train.value_target must be one of {VALUE_TARGETS}, got {value_target!r}")
+    q = np.clip(table.column("root_q").to_numpy(zero_copy_only=False).astype(np.float32), -1.0, 1.0)
+    # Shards store the root's q only, not its draw probability: until a shard
+    # version stores the root's W/D/L, q's distribution puts no mass on a draw.
+    weight = 1.0 if value_target == "q" else float(q_ratio)
+    mixed = (1.0 - weight) * outcome + weight * expected_score_distribution(q)
+    return np.where(has_q(table)[:, None], mixed, outcome).astype(np.float32)

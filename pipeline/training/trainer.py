@@ -169,6 +169,7 @@ def train(
         config.net.policy_encoding,
         reuse_window=resume,
         pin_memory=accelerator == "gpu",
+        value_head=config.net.value_head,
     )
     logger, uri = _logger(config, paths, resume, tracking_uri)
     show_progress = _show_progress() if progress_bar is None else progress_bar

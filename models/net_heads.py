@@ -1,0 +1,126 @@
+"""The building block and the two heads of :class:`models.net.AlphaZeroNet`.
+
+* :class:`ConvBN`: a bias-free convolution and its batch norm (the unit
+  :mod:`models.inference_net` folds);
+* :class:`PolicyHead`: the 73 move planes' logits;
+* :class:`ValueHead`: ``scalar`` (AlphaZero: one ``tanh`` value) or ``wdl``
+  (lc0: three logits, win/draw/loss for the side to move).  Both heads have
+  the same parameter names (``conv``, ``fc1``, ``fc2``); only ``fc2``'s
+  output size differs (1 or 3), which is how a state dict tells them apart
+  (:func:`value_head_of_state`).
+
+:class:`NetOutput` is what :meth:`models.net.AlphaZeroNet.forward_heads`
+returns to training; ``forward`` returns ``(policy_logits, value)`` with the
+value of a WDL head ``P(win) - P(loss)`` (:func:`wdl_value`), so the search,
+the evaluators and the export see one scalar value whatever the head.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = [
+    "VALUE_HEADS",
+    "WDL_SIZE",
+    "ConvBN",
+    "NetOutput",
+    "PolicyHead",
+    "ValueHead",
+    "value_head_of_state",
+    "wdl_value",
+]
+
+VALUE_HEADS = ("scalar", "wdl")
+"""``NetConfig.value_head`` settings."""
+
+WDL_SIZE = 3
+"""Logits of a ``wdl`` value head: win, draw, loss, from the side to move."""
+
+_OUTPUTS = {"scalar": 1, "wdl": WDL_SIZE}
+
+
+class NetOutput(NamedTuple):
+    """Everything the network computes for a batch of ``B`` positions.
+
+    Attributes:
+        policy_logits: ``[B, policy_size]`` raw move logits.
+        value: ``[B]`` in ``[-1, 1]``: ``tanh`` of the scalar head, or
+            ``P(win) - P(loss)`` of the WDL head.
+        wdl_logits: ``[B, 3]`` win/draw/loss logits of a WDL head; ``None``
+            for a scalar head.
+    """
+
+    policy_logits: torch.Tensor
+    value: torch.Tensor
+    wdl_logits: torch.Tensor | None
+
+
+def wdl_value(wdl_logits: torch.Tensor) -> torch.Tensor:
+    """``P(win) - P(loss)`` ``[B]`` of win/draw/loss logits ``[B, 3]`` (softmax)."""
+    probabilities = F.softmax(wdl_logits, dim=1)
+    return probabilities[:, 0] - probabilities[:, 2]
+
+
+def value_head_of_state(state_dict: Mapping[str, Any]) -> str | None:
+    """``scalar`` or ``wdl``, read from the output size of ``value_head.fc2``
+    in a network state dict; ``None`` when the entry is missing or another size."""
+    weight = state_dict.get("value_head.fc2.weight")
+    if not isinstance(weight, torch.Tensor) or weight.dim() != 2:
+        return None
+    return next((name for name, size in _OUTPUTS.items() if size == weight.shape[0]), None)
+
+
+class ConvBN(nn.Module):
+    """Bias-free square convolution followed by batch norm (no activation)."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int) -> None:
+        """Create a ``kernel_size`` x ``kernel_size`` 'same' convolution + BN."""
+        super().__init__()
+        self.conv = nn.Conv2d(
+            in_channels, out_channels, kernel_size, padding=kernel_size // 2, bias=False
+        )
+        self.bn = nn.BatchNorm2d(out_channels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Return ``bn(conv(x))``."""
+        return self.bn(self.conv(x))
+
+
+class PolicyHead(nn.Module):
+    """3x3 conv+BN+ReLU then a 1x1 conv (with bias) to the move planes."""
+
+    def __init__(self, filters: int, planes: int) -> None:
+        """Create the head for a trunk of ``filters`` channels and ``planes`` move planes."""
+        super().__init__()
+        self.conv = ConvBN(filters, filters, 3)
+        self.out = nn.Conv2d(filters, planes, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Return the logits ``(B, planes*64)`` in ``plane*64 + rank*8 + file`` order."""
+        return self.out(F.relu(self.conv(x))).flatten(1)
+
+
+class ValueHead(nn.Module):
+    """1x1 conv+BN+ReLU -> FC -> ReLU -> FC(1) -> tanh, or FC(3) logits for ``wdl``."""
+
+    def __init__(self, filters: int, channels: int, hidden: int, kind: str = "scalar") -> None:
+        """Create the head for a trunk of ``filters`` channels; ``kind`` is a :data:`VALUE_HEADS`."""
+        super().__init__()
+        if kind not in _OUTPUTS:
+            raise ValueError(f"value head must be one of {list(VALUE_HEADS)}, got {kind!r}")
+        self.kind = kind
+        self.conv = ConvBN(filters, channels, 1)
+        self.fc1 = nn.Linear(channels * 64, hidden)
+        self.fc2 = nn.Linear(hidden, _OUTPUTS[kind])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Scalar: values in ``[-1, 1]`` with shape ``(B,)``; WDL: logits ``(B, 3)``."""
+        hidden = F.relu(self.fc1(F.relu(self.conv(x)).flatten(1)))
+        if self.kind == "wdl":
+            return self.fc2(hidden)
+        return torch.tanh(self.fc2(hidden)).squeeze(1)

@@ -30,6 +30,11 @@ evaluation of every generation's network after it is trained:
 * ``standard``: the standard start position.  Per generation: score against
   the random mover and against generation 0 (pairs from ``data/openings.epd``).
 
+Beside each match score, the **conversion** (:mod:`pipeline.evaluation.conversion`):
+of the games where the net led by a rook's worth of material for two plies,
+how many it won (``converted W/A`` in the printed line; the ones not won by
+termination in ``curve.json``).
+
 Gating runs as in any ``zerochess run``, but with ``gating.always_promote``
 (AlphaZero's continuous update: its paper dropped AlphaGo Zero's gate) and no
 Stockfish ladder, so that self-play always uses the newest network and the
@@ -61,6 +66,7 @@ from actors.evaluation import run_tournament  # noqa: E402
 from actors.loop import run_pipeline  # noqa: E402
 from actors.runtime import init_ray  # noqa: E402
 from pipeline.config import Config, load_config  # noqa: E402
+from pipeline.evaluation.conversion import conversion  # noqa: E402
 from pipeline.evaluation.gating import match_settings  # noqa: E402
 from pipeline.evaluation.match import Opening, load_openings  # noqa: E402
 from pipeline.evaluation.settings import MatchSettings  # noqa: E402
@@ -97,9 +103,11 @@ def match(players: list[str], openings: list[Opening], settings: MatchSettings, 
     summary = report.summary()["pairings"][0]  # type: ignore[index]
     low = elo_to_score(summary["elo_low"]) if summary["elo_low"] is not None else float("nan")
     high = elo_to_score(summary["elo_high"]) if summary["elo_high"] is not None else float("nan")
+    converted = conversion(report.games, report.names[players[0]])
     return {"score": summary["score"], "score_low": low, "score_high": high, "games": summary["games"],
             "wins": summary["wins"], "draws": summary["draws"], "losses": summary["losses"],
-            "elo": summary["elo"], "elo_low": summary["elo_low"], "elo_high": summary["elo_high"]}  # fmt: skip
+            "elo": summary["elo"], "elo_low": summary["elo_low"], "elo_high": summary["elo_high"],
+            "conversion": converted.as_dict()}  # fmt: skip
 
 
 def mate_rate(net: str, openings: list[Opening], settings: MatchSettings, pgn: Path) -> dict[str, Any]:
@@ -256,6 +264,9 @@ def line(entry: dict[str, Any]) -> str:
             r = entry[key]
             parts.append(f"{label} {r['score']:.2f} [{r['score_low']:.2f}, {r['score_high']:.2f}] "
                          f"(+{r['wins']} ={r['draws']} -{r['losses']})")  # fmt: skip
+            if r.get("conversion", {}).get("ahead"):
+                c = r["conversion"]
+                parts.append(f"converted {c['won']}/{c['ahead']}")
     return "  ".join(parts)
 
 

@@ -42,6 +42,12 @@ evaluation here is the only measurement.
 
     .venv/bin/python bench/learning.py --out runs/learning            # both phases
     .venv/bin/python bench/learning.py --phase endgame --minutes 40
+    .venv/bin/python bench/learning.py --phase standard --bootstrap   # supervised start first
+
+``--bootstrap`` (seed 001's recipe before self-play): the standard phase
+starts from a net pretrained on Stockfish-labelled positions of random play
+(``zerochess label --random``, then ``zerochess pretrain``); the labelling and
+pretraining count in the phase's time budget, and generation 0 is that net.
 
 Results: ``OUT/<phase>/curve.json`` and ``OUT/<phase>/curve.png`` (``--plot-dir``
 copies the plots, e.g. into ``docs/`` for the README).
@@ -53,6 +59,7 @@ import argparse
 import json
 import math
 import shutil
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, replace
@@ -166,15 +173,43 @@ def evaluate(phase: Phase, config: Config, net: str, gen0: str, folder: Path) ->
     return result
 
 
-def run_phase(phase: Phase, out: Path, minutes: float, max_generations: int, preset: str) -> list[dict[str, Any]]:
+def zerochess(*arguments: str) -> None:
+    """Run one ``zerochess`` command of this checkout (its output shown); a failure stops the bench."""
+    command = [sys.executable, "-m", "pipeline.cli", *arguments]
+    print("$ zerochess " + " ".join(arguments), flush=True)
+    subprocess.run(command, cwd=ROOT, check=True)
+
+
+def bootstrap_net(out: Path, positions: int, depth: int, steps: int, preset: str, overrides: list[str]) -> Path:
+    """Seed 001's supervised start before self-play: ``positions`` positions
+    reached by random play, labelled by Stockfish at ``depth`` (``zerochess label``), and
+    ``steps`` steps of ``zerochess pretrain`` on them.  Returns the net (a
+    rerun reuses what is already done)."""
+    net = out / "pretrain" / "net.pt"
+    if net.exists():
+        return net
+    labels = out / "label"
+    sets = [item for override in overrides for item in ("--set", override)]
+    if not (labels / "label.json").exists():
+        zerochess("label", "--random", str(positions), "--depth", str(depth), "--out", str(labels), "--overwrite",
+                  "--preset", preset, *sets)  # fmt: skip
+    zerochess("pretrain", "--data", str(labels), "--out", str(out / "pretrain"), "--preset", preset, *sets,
+              "--set", f"train.max_steps={steps}", "--no-progress")  # fmt: skip
+    return net
+
+
+def run_phase(phase: Phase, out: Path, minutes: float, max_generations: int, preset: str,
+              init_net: Path | None = None, spent_before: float = 0.0) -> list[dict[str, Any]]:  # fmt: skip
     """Generations until the time budget (self-play, training and evaluation
-    together) or ``max_generations``; every ``phase.eval_every``-th generation
-    and the last one are evaluated."""
+    together, plus ``spent_before`` minutes already spent, e.g. on a
+    supervised start) or ``max_generations``; every ``phase.eval_every``-th
+    generation and the last one are evaluated.  ``init_net`` replaces the
+    random generation 0."""
     out.mkdir(parents=True, exist_ok=True)
     config = load_config(ROOT / "params.yaml", phase.overrides, preset=preset)
     curve_path = out / "curve.json"
     curve: list[dict[str, Any]] = json.loads(curve_path.read_text())["generations"] if curve_path.exists() else []
-    started = time.monotonic()
+    started = time.monotonic() - 60 * spent_before
     last = 0.0
     generation = max((entry["generation"] for entry in curve), default=0)
     pending: dict[str, Any] | None = None  # the newest generation, when not evaluated yet
@@ -187,7 +222,8 @@ def run_phase(phase: Phase, out: Path, minutes: float, max_generations: int, pre
         generation += 1
         begun = time.monotonic()
         run_config = replace(config, run=replace(config.run, generations=generation))
-        run_pipeline(run_config, out / "run", on_event=lambda text: print(f"[{phase.name}] {text}", flush=True))
+        run_pipeline(run_config, out / "run", init_net=str(init_net) if init_net else None,
+                     on_event=lambda text: print(f"[{phase.name}] {text}", flush=True))  # fmt: skip
         ledger = Ledger(out / "run" / "ledger.jsonl")
         summary = ledger.find(generation, "generation")["summary"]  # type: ignore[index]
         pending = {"generation": generation,
@@ -340,6 +376,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs/learning", help="results folder (rerun to continue)")
     parser.add_argument("--phase", choices=["endgame", "standard", "both"], default="both")
+    parser.add_argument("--bootstrap", action="store_true",
+                        help="standard phase from a supervised start (Stockfish labels + pretrain) instead of a "
+                             "random net, within the same time budget; results in OUT/bootstrap")
+    parser.add_argument("--bootstrap-positions", type=int, default=5000,
+                        help="random-play positions Stockfish labels for the supervised start (4-5 a second "
+                             "at depth 8 on a busy 2-core machine)")
+    parser.add_argument("--bootstrap-depth", type=int, default=6, help="Stockfish depth of those labels")
+    parser.add_argument("--bootstrap-steps", type=int, default=2000, help="pretraining steps on them")
     parser.add_argument("--minutes", type=float, default=45.0, help="time budget of the endgame phase")
     parser.add_argument("--minutes-standard", type=float, default=55.0, help="time budget of the standard phase")
     parser.add_argument("--max-generations", type=int, default=50)
@@ -400,11 +444,19 @@ def main(argv: list[str] | None = None) -> int:
         phases.append((Phase("standard", common, openings, 0, args.eval_every), args.minutes_standard))
     for phase, minutes in phases:
         folder = out / phase.name
+        init_net, spent = None, 0.0
+        if args.bootstrap and phase.name == "standard":
+            folder = out / "bootstrap"
+            begun = time.monotonic()
+            init_net = bootstrap_net(folder, args.bootstrap_positions, args.bootstrap_depth, args.bootstrap_steps,
+                                     args.preset, args.set)  # fmt: skip
+            spent = (time.monotonic() - begun) / 60
+            print(f"[bootstrap] supervised start {init_net} in {spent:.1f} min", flush=True)
         if args.recheck:
             recheck(phase, folder, [int(g) for g in args.recheck.split(",")], args.preset)
             curve = json.loads((folder / "curve.json").read_text())["generations"]
         else:
-            curve = run_phase(phase, folder, minutes, args.max_generations, args.preset)
+            curve = run_phase(phase, folder, minutes, args.max_generations, args.preset, init_net, spent)
         rechecked = json.loads((folder / "recheck.json").read_text())["generations"] \
             if (folder / "recheck.json").exists() else []
         if curve:

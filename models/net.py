@@ -127,6 +127,10 @@ class NetConfig:
         value_head: ``"scalar"`` (AlphaZero: one ``tanh`` value) or ``"wdl"``
             (lc0: three logits, win/draw/loss for the side to move, trained
             with cross-entropy; the value the search sees is ``W - L``).
+        soft_policy: KataGo's auxiliary soft-policy output: a second set of
+            policy logits trained on the policy target raised to 1/4 and
+            renormalised (``train.soft_policy_weight``); the search never
+            reads it.
     """
 
     blocks: int = 6
@@ -136,6 +140,7 @@ class NetConfig:
     value_channels: int = 32
     value_hidden: int = 256
     value_head: str = "scalar"
+    soft_policy: bool = False
 
     def __post_init__(self) -> None:
         """Validate every field; errors name the field and the bad value."""
@@ -154,6 +159,8 @@ class NetConfig:
                 f"NetConfig.policy_encoding must be one of {sorted(POLICY_SIZES)}, "
                 f"got {self.policy_encoding!r}"
             )
+        if not isinstance(self.soft_policy, bool):
+            raise ValueError(f"NetConfig.soft_policy must be a bool, got {self.soft_policy!r}")
         if self.value_head not in VALUE_HEADS:
             raise ValueError(
                 f"NetConfig.value_head must be one of {list(VALUE_HEADS)}, got {self.value_head!r}"
@@ -319,7 +326,7 @@ class AlphaZeroNet(nn.Module):
         self.blocks = nn.Sequential(
             *(ResidualBlock(cfg.filters, cfg.se_ratio) for _ in range(cfg.blocks))
         )
-        self.policy_head = PolicyHead(cfg.filters, POLICY_PLANES)
+        self.policy_head = PolicyHead(cfg.filters, POLICY_PLANES, soft=cfg.soft_policy)
         self.value_head = ValueHead(
             cfg.filters, cfg.value_channels, cfg.value_hidden, cfg.value_head
         )
@@ -345,20 +352,30 @@ class AlphaZeroNet(nn.Module):
             x = x.contiguous(memory_format=torch.channels_last)
         return x
 
-    def forward_heads(self, planes: torch.Tensor | np.ndarray) -> NetOutput:
-        """Return the policy logits, the value and (WDL head) the win/draw/loss logits.
+    def forward_heads(self, planes: torch.Tensor | np.ndarray, auxiliary: bool = True) -> NetOutput:
+        """Return the policy logits, the value, (WDL head) the win/draw/loss
+        logits and, with ``auxiliary``, the outputs only training reads (the
+        soft-policy logits).
 
         Raises:
             ValueError: input is not ``(B, 119, 8, 8)``.
         """
         trunk = self.blocks(F.relu(self.stem(self._prepare_input(planes))))
-        logits = self.policy_head(trunk)
-        if self.policy_gather is not None:
-            logits = logits.index_select(1, self.policy_gather)
+        if auxiliary:
+            logits, soft = self.policy_head.forward_both(trunk)
+        else:
+            logits, soft = self.policy_head(trunk), None
+        logits, soft = self._gather(logits), self._gather(soft)
         head = self.value_head(trunk)
         if self.config.value_head == "wdl":
-            return NetOutput(logits, wdl_value(head), head)
-        return NetOutput(logits, head, None)
+            return NetOutput(logits, wdl_value(head), head, soft)
+        return NetOutput(logits, head, None, soft)
+
+    def _gather(self, logits: torch.Tensor | None) -> torch.Tensor | None:
+        """The encoding's logits out of the 4672 (lc0_1858), else ``logits``."""
+        if logits is None or self.policy_gather is None:
+            return logits
+        return logits.index_select(1, self.policy_gather)
 
     def forward(self, planes: torch.Tensor | np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
         """Return ``(policy_logits [B, policy_size], value [B])`` for raw input planes
@@ -367,7 +384,7 @@ class AlphaZeroNet(nn.Module):
         Raises:
             ValueError: input is not ``(B, 119, 8, 8)``.
         """
-        output = self.forward_heads(planes)
+        output = self.forward_heads(planes, auxiliary=False)
         return output.policy_logits, output.value
 
 
@@ -494,6 +511,11 @@ def load_weights_into(
         # One line naming the key: the fc2 shape lines it explains are left out.
         problems = [f"value_head: checkpoint {stored!r} vs model {wanted!r}"] + [
             line for line in problems if not line.startswith("value_head.fc2.")
+        ]
+    has_soft = any(str(key).startswith("policy_head.soft_out.") for key in state_dict)
+    if has_soft != model.config.soft_policy:
+        problems = [f"soft_policy: checkpoint {has_soft} vs model {model.config.soft_policy}"] + [
+            line for line in problems if not line.startswith("policy_head.soft_out.")
         ]
     if problems:
         raise ArchitectureMismatchError(problems, source)

@@ -2,7 +2,9 @@
 
 * :class:`ConvBN`: a bias-free convolution and its batch norm (the unit
   :mod:`models.inference_net` folds);
-* :class:`PolicyHead`: the 73 move planes' logits;
+* :class:`PolicyHead`: the 73 move planes' logits, and with ``soft`` a second
+  set of logits for KataGo's auxiliary soft-policy target (trained on the
+  policy target raised to 1/4; never used by the search);
 * :class:`ValueHead`: ``scalar`` (AlphaZero: one ``tanh`` value) or ``wdl``
   (lc0: three logits, win/draw/loss for the side to move).  Both heads have
   the same parameter names (``conv``, ``fc1``, ``fc2``); only ``fc2``'s
@@ -53,11 +55,15 @@ class NetOutput(NamedTuple):
             ``P(win) - P(loss)`` of the WDL head.
         wdl_logits: ``[B, 3]`` win/draw/loss logits of a WDL head; ``None``
             for a scalar head.
+        soft_policy_logits: ``[B, policy_size]`` logits of the soft-policy
+            output (``NetConfig.soft_policy``); ``None`` without it or when
+            the caller asked for no auxiliary outputs.
     """
 
     policy_logits: torch.Tensor
     value: torch.Tensor
     wdl_logits: torch.Tensor | None
+    soft_policy_logits: torch.Tensor | None = None
 
 
 def wdl_value(wdl_logits: torch.Tensor) -> torch.Tensor:
@@ -92,17 +98,26 @@ class ConvBN(nn.Module):
 
 
 class PolicyHead(nn.Module):
-    """3x3 conv+BN+ReLU then a 1x1 conv (with bias) to the move planes."""
+    """3x3 conv+BN+ReLU then a 1x1 conv (with bias) to the move planes; with
+    ``soft``, a second 1x1 conv (``soft_out``) on the same features gives the
+    soft-policy logits."""
 
-    def __init__(self, filters: int, planes: int) -> None:
+    def __init__(self, filters: int, planes: int, soft: bool = False) -> None:
         """Create the head for a trunk of ``filters`` channels and ``planes`` move planes."""
         super().__init__()
         self.conv = ConvBN(filters, filters, 3)
         self.out = nn.Conv2d(filters, planes, 1)
+        self.soft_out = nn.Conv2d(filters, planes, 1) if soft else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Return the logits ``(B, planes*64)`` in ``plane*64 + rank*8 + file`` order."""
         return self.out(F.relu(self.conv(x))).flatten(1)
+
+    def forward_both(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The logits and the soft-policy logits (``None`` without ``soft``), same layout."""
+        features = F.relu(self.conv(x))
+        soft = self.soft_out(features).flatten(1) if self.soft_out is not None else None
+        return self.out(features).flatten(1), soft
 
 
 class ValueHead(nn.Module):

@@ -35,6 +35,7 @@ CONFIGS = {
     "lc0_1858": NetConfig.preset("tiny", policy_encoding="lc0_1858"),
     "se": NetConfig.preset("tiny", se_ratio=4),
     "wdl": NetConfig.preset("tiny", value_head="wdl"),
+    "soft_policy": NetConfig.preset("tiny", soft_policy=True),
 }
 
 

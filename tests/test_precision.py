@@ -222,12 +222,13 @@ def test_training_precision_auto() -> None:
     assert resolve_training_precision("32-true", "cpu") == "32-true"
 
 
-@pytest.mark.parametrize("value_head", ["scalar", "wdl"])
-def test_folded_and_traced_nets_give_the_eager_policy_and_value(value_head: str) -> None:
+@pytest.mark.parametrize(("value_head", "soft_policy"), [("scalar", False), ("wdl", False), ("wdl", True)])
+def test_folded_and_traced_nets_give_the_eager_policy_and_value(value_head: str, soft_policy: bool) -> None:
     """A net with non-trivial batch-norm statistics, folded (eager) and traced
-    (jit): the legal logits and the values (a WDL head's W - L) of the net."""
+    (jit): the legal logits and the values (a WDL head's W - L) of the net
+    (a soft-policy output, which only training reads, changes neither)."""
     torch.manual_seed(0)
-    net = AlphaZeroNet(NetConfig.preset("tiny", value_head=value_head))
+    net = AlphaZeroNet(NetConfig.preset("tiny", value_head=value_head, soft_policy=soft_policy))
     with torch.no_grad():
         for module in net.modules():
             if isinstance(module, torch.nn.BatchNorm2d):

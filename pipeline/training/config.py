@@ -49,6 +49,11 @@ class TrainConfig:
             ``(1 - q_ratio) * z + q_ratio * q`` (lc0's q-ratio; KataGo trains
             on both).  Rows with no q (PGN games) keep z.
         q_ratio: the weight of q in a ``mix`` target, in [0, 1].
+        soft_policy_weight: weight of KataGo's auxiliary soft-policy loss:
+            the cross-entropy of the net's soft-policy logits
+            (``net.soft_policy``) against the policy target raised to 1/4
+            and renormalised, which keeps learning the order of the
+            unlikely moves; 0 = off (needs ``net.soft_policy: true`` when > 0).
         window_positions: the replay window: training positions
             (``full_search`` rows) read from the most recent shards.
         window_growth: KataGo's growing window: with N training positions in
@@ -94,6 +99,7 @@ class TrainConfig:
     value_weight: float = 1.0
     value_target: str = "z"
     q_ratio: float = 0.5
+    soft_policy_weight: float = 0.0
     window_positions: int = 500_000
     window_growth: float = 0.0
     window_exponent: float = 0.65
@@ -114,7 +120,7 @@ class TrainConfig:
         check_at_least("train", self, ("batch_size", "max_steps", "window_positions", "shuffle_buffer",
                                        "checkpoint_every", "log_every"), 1)  # fmt: skip
         check_at_least("train", self, ("lr_step_size", "loader_workers", "devices", "threads", "seed", "l2",
-                                       "value_weight", "window_growth"), 0)  # fmt: skip
+                                       "value_weight", "window_growth", "soft_policy_weight"), 0)  # fmt: skip
         require("train.learning_rate", self.learning_rate, self.learning_rate > 0, "> 0")
         require("train.momentum", self.momentum, 0 <= self.momentum < 1, "in [0, 1)")
         require("train.lr_decay", self.lr_decay, 0 < self.lr_decay <= 1, "in (0, 1]")

@@ -230,6 +230,8 @@ class ContinuousTrainer:
         self.scheduler.step()
         values = {"loss/policy": terms.policy, "loss/value": terms.value, "loss/l2": terms.l2,
                   "loss/total": terms.total}  # fmt: skip
+        if self.config.train.soft_policy_weight > 0:
+            values["loss/soft_policy"] = terms.soft_policy
         out = {key: float(value.detach()) for key, value in values.items()}
         return {key: value for key, value in out.items() if math.isfinite(value)}
 

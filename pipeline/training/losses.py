@@ -39,6 +39,9 @@ class LossTerms:
             ``loss/total`` whether L2 goes through the loss or the optimizer.
         objective: what is differentiated: ``total``, or ``total - l2`` when
             the optimizer applies L2 as weight decay.
+        soft_policy: KataGo's auxiliary soft-policy cross-entropy: the
+            soft-policy logits against ``pi ** (1/4)`` renormalised (0 without
+            that output).  ``total`` adds it with its weight.
         policy_top1: share of positions whose highest logit is argmax pi.
         value_sign_accuracy: share of decisive positions (z != 0) where
             sign(v) == z; NaN when the batch has none.  For a WDL target, z
@@ -52,6 +55,17 @@ class LossTerms:
     objective: torch.Tensor
     policy_top1: torch.Tensor
     value_sign_accuracy: torch.Tensor
+    soft_policy: torch.Tensor
+
+
+SOFT_POLICY_POWER = 0.25
+"""KataGo's soft-policy target is the policy target raised to this power, renormalised."""
+
+
+def soft_policy_target(pi: torch.Tensor) -> torch.Tensor:
+    """``pi ** (1/4)`` renormalised per row (zeros stay zero)."""
+    soft = pi.clamp(min=0).pow(SOFT_POLICY_POWER)
+    return soft / soft.sum(dim=1, keepdim=True).clamp(min=torch.finfo(soft.dtype).tiny)
 
 
 def decayed_weights(net: nn.Module) -> list[nn.Parameter]:
@@ -86,6 +100,8 @@ def loss_terms(
     value_weight: float = 1.0,
     l2_in_loss: bool = True,
     wdl_logits: torch.Tensor | None = None,
+    soft_logits: torch.Tensor | None = None,
+    soft_weight: float = 0.0,
 ) -> LossTerms:
     """The loss terms and metrics of a batch.
 
@@ -104,6 +120,9 @@ def loss_terms(
         wdl_logits: the win/draw/loss logits ``[B, 3]`` of a WDL value head
             (``None`` for a scalar head); the value term is then their
             cross-entropy against ``z``.
+        soft_logits: the soft-policy logits ``[B, P]`` (``None`` without that
+            output); their cross-entropy against :func:`soft_policy_target`
+            is added to the loss with ``soft_weight``.
 
     Raises:
         ValueError: ``z``'s shape does not fit the head (``[B]`` scalar, ``[B, 3]`` WDL).
@@ -127,7 +146,10 @@ def loss_terms(
     else:
         with torch.no_grad():
             penalty = l2_penalty(weights, l2).to(logits.device)
-    data_loss = policy + value_weight * value_mse
+    soft = torch.zeros((), device=logits.device)
+    if soft_logits is not None:
+        soft = -(soft_policy_target(pi) * F.log_softmax(soft_logits.float(), dim=1)).sum(dim=1).mean()
+    data_loss = policy + value_weight * value_mse + soft_weight * soft
     with torch.no_grad():
         top1 = (logits.argmax(dim=1) == pi.argmax(dim=1)).float().mean()
         decisive = z != 0
@@ -141,4 +163,5 @@ def loss_terms(
         objective=data_loss + penalty if l2_in_loss else data_loss,
         policy_top1=top1,
         value_sign_accuracy=sign_accuracy,
+        soft_policy=soft,
     )

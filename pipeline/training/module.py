@@ -76,6 +76,8 @@ class AlphaZeroModule(pl.LightningModule):
             value_weight=self.config.value_weight,
             l2_in_loss=self.config.l2_mode == "loss",
             wdl_logits=output.wdl_logits,
+            soft_logits=output.soft_policy_logits if self.config.soft_policy_weight > 0 else None,
+            soft_weight=self.config.soft_policy_weight,
         )
 
     def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
@@ -87,6 +89,7 @@ class AlphaZeroModule(pl.LightningModule):
             "loss/l2": terms.l2.detach(),
             "loss/total": terms.total.detach(),
             "metrics/policy_top1": terms.policy_top1,
+            **({"loss/soft_policy": terms.soft_policy.detach()} if self.config.soft_policy_weight > 0 else {}),
             "lr": torch.tensor(self.optimizers().param_groups[0]["lr"]),  # type: ignore[union-attr]
         }
         # Only on logged steps: float() waits for the device.

@@ -65,7 +65,7 @@ def test_the_loss_adds_the_weighted_term() -> None:
     output = net.forward_heads(_planes(4))
     pi = torch.softmax(torch.randn(4, net.policy_size), dim=1)
     z = torch.tensor([1.0, -1.0, 0.0, 1.0])
-    common = dict(weights=decayed_weights(net), l2=1e-4)
+    common = {"weights": decayed_weights(net), "l2": 1e-4}
     plain = loss_terms(output.policy_logits, output.value, pi, z, **common)
     weighted = loss_terms(output.policy_logits, output.value, pi, z, **common,
                           soft_logits=output.soft_policy_logits, soft_weight=8.0)  # fmt: skip

@@ -1,7 +1,9 @@
 """``zerochess train`` end to end: SIGKILL mid-run, ``--resume``, MLflow, export.
 
 One run goes straight through; another is SIGKILLed (test hook) after 8 of 10
-steps, two steps after its last checkpoint, and resumed.  Both are real
+steps, two steps after its last checkpoint, and resumed.  Both export the
+moving average of the weights (``train.weight_average_decay``), so the
+average must survive the resume too.  Both are real
 subprocesses writing real local MLflow stores.
 """
 
@@ -25,6 +27,7 @@ from models.net_evaluator import NetEvaluator
 from pipeline.checkpoint import load_net
 from pipeline.config import SelfPlayConfig, load_config
 from pipeline.selfplay import SelfPlayWorker
+from pipeline.training.module import net_from_checkpoint
 from pipeline.training.trainer import RunPaths, train
 
 pytestmark = pytest.mark.slow
@@ -41,6 +44,7 @@ SETTINGS = [
     "train.lr_milestones=[5]",
     "train.threads=1",
     "train.seed=3",
+    "train.weight_average_decay=0.5",  # the export is the weight average, which the resume must continue
 ]
 
 
@@ -93,6 +97,8 @@ def test_resume_after_sigkill_ends_with_bit_identical_weights(runs: dict[str, Pa
         assert torch.equal(a, b), name
     result = json.loads(RunPaths(runs["interrupted"]).result.read_text())
     assert result["steps"] == STEPS
+    raw = net_from_checkpoint(torch.load(RunPaths(runs["straight"]).checkpoint, weights_only=False))
+    assert not torch.equal(raw.stem.conv.weight, straight.stem.conv.weight)  # exported: the average
 
 
 def mlflow_runs(out: Path) -> Any:  # a pandas DataFrame

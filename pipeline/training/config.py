@@ -49,6 +49,11 @@ class TrainConfig:
             ``(1 - q_ratio) * z + q_ratio * q`` (lc0's q-ratio; KataGo trains
             on both).  Rows with no q (PGN games) keep z.
         q_ratio: the weight of q in a ``mix`` target, in [0, 1].
+        weight_average_decay: d > 0 exports the moving average of the
+            weights, ``avg <- d * avg + (1 - d) * weights`` after every step
+            (batch-norm statistics included), instead of the last weights:
+            the net that plays and is gated (:mod:`pipeline.training.averaging`;
+            lczero-training exports a weight average too); 0 = off.
         soft_policy_weight: weight of KataGo's auxiliary soft-policy loss:
             the cross-entropy of the net's soft-policy logits
             (``net.soft_policy``) against the policy target raised to 1/4
@@ -100,6 +105,7 @@ class TrainConfig:
     value_target: str = "z"
     q_ratio: float = 0.5
     soft_policy_weight: float = 0.0
+    weight_average_decay: float = 0.0
     window_positions: int = 500_000
     window_growth: float = 0.0
     window_exponent: float = 0.65
@@ -128,6 +134,8 @@ class TrainConfig:
         _choice("optimizer", self.optimizer, OPTIMIZERS)
         _choice("value_target", self.value_target, VALUE_TARGETS)
         require("train.q_ratio", self.q_ratio, 0 <= self.q_ratio <= 1, "in [0, 1]")
+        require("train.weight_average_decay", self.weight_average_decay, 0 <= self.weight_average_decay < 1,
+                "in [0, 1)")  # fmt: skip
         _choice("l2_mode", self.l2_mode, L2_MODES)
         _choice("device", self.device, DEVICES)
         _choice("precision", self.precision, PRECISIONS)

@@ -18,7 +18,6 @@ rejected with ``run.mode: async`` when the config loads).
 
 from __future__ import annotations
 
-import copy
 import logging
 import math
 import time
@@ -103,7 +102,7 @@ class ContinuousTrainer:
         self.out.mkdir(parents=True, exist_ok=True)
         self.device = pick_device(train.device)
         self.module = AlphaZeroModule(self.config.net, train)
-        self.module.net.to(self.device)  # before the optimizer: its state lives beside the weights
+        self.module.to(self.device)  # before the optimizer: its state lives beside the weights (and the average)
         self.optimizer = build_optimizer(self.module.net, train)
         fp16 = train.precision == "16-mixed" and self.device.type == "cuda"
         self.scaler = torch.amp.GradScaler("cuda", enabled=fp16)  # fp16 gradients need scaling; bf16 not
@@ -129,6 +128,8 @@ class ContinuousTrainer:
     def _load(self, path: Path) -> None:
         state = read_checkpoint(path)
         self.module.net.load_state_dict(state["state_dict"])
+        if self.module.average is not None and "average" in state:
+            self.module.average.load_state_dict(state["average"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.step = int(state["step"])
@@ -147,6 +148,8 @@ class ContinuousTrainer:
             "candidates": [asdict(candidate) for candidate in self.candidates],  # plain data in the state file
             "net_config": self.module.net.config.to_dict(),
         }
+        if self.module.average is not None:
+            state["average"] = self.module.average.state_dict()
         with atomic_write(self.out / TRAINER_STATE) as handle:
             torch.save(state, handle)
 
@@ -219,6 +222,7 @@ class ContinuousTrainer:
 
     def _train_step(self, batch: Any) -> dict[str, float]:
         batch = tuple(tensor.to(self.device, non_blocking=True) for tensor in batch)
+        self.module.update_average(self.step)  # the weights after the previous step
         self.optimizer.zero_grad(set_to_none=True)
         precision = self.config.train.precision
         half = {"bf16-mixed": torch.bfloat16, "16-mixed": torch.float16}.get(precision)
@@ -238,7 +242,7 @@ class ContinuousTrainer:
     def _export(self, index: int) -> Candidate:
         """Save candidate ``index`` (a net file), then the state that lists it."""
         path = self.out / f"candidate{index:04d}.pt"
-        save_net(copy.deepcopy(self.module.net).cpu().eval(), path)
+        save_net(self.module.exported_net(self.step).cpu(), path)
         candidate = Candidate(index, str(path), self.step)
         self.candidates.append(candidate)
         self._save()

@@ -42,8 +42,8 @@ import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from pipeline.shards import decode_planes, decode_targets, select_training_rows
-from pipeline.training.targets import Q_COLUMNS, value_targets, wdl_targets
 from pipeline.training.config import TrainConfig
+from pipeline.training.targets import Q_COLUMNS, value_targets, wdl_targets
 from pipeline.training.window import Piece, TrainDataError, Window, build_window
 
 __all__ = [

@@ -18,6 +18,7 @@ rebuilt from a checkpoint alone (:func:`net_from_checkpoint`).
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from collections.abc import Mapping
@@ -27,6 +28,7 @@ import lightning.pytorch as pl
 import torch
 
 from models.net import NET_STATE_FORMAT, AlphaZeroNet, NetConfig, load_weights_into
+from pipeline.training.averaging import WeightAverage
 from pipeline.training.config import TrainConfig
 from pipeline.training.data import Batch
 from pipeline.training.losses import LossTerms, decayed_weights, loss_terms
@@ -55,6 +57,9 @@ class AlphaZeroModule(pl.LightningModule):
             raise ValueError(f"net has config {net.config}, expected {net_config}")
         self.net = net if net is not None else AlphaZeroNet(net_config)
         self.config = config
+        # The weight average is a submodule: the training checkpoint keeps it.
+        decay = config.weight_average_decay
+        self.average = WeightAverage(self.net, decay) if decay > 0 else None
         self._decayed = decayed_weights(self.net)
         self._window_start: float | None = None
         self._window_samples = 0
@@ -81,6 +86,7 @@ class AlphaZeroModule(pl.LightningModule):
         )
 
     def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
+        self.update_average(self.global_step)  # the weights after the previous step
         terms = self.losses(batch)
         size = int(batch[0].shape[0])
         metrics = {
@@ -138,6 +144,19 @@ class AlphaZeroModule(pl.LightningModule):
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint["net_format"] = NET_STATE_FORMAT
         checkpoint["net_config"] = self.net.config.to_dict()
+
+    def update_average(self, steps: int) -> None:
+        """Average in the weights after ``steps`` optimizer steps (no-op without averaging)."""
+        if self.average is not None:
+            self.average.update(self.net, steps)
+
+    def exported_net(self, steps: int) -> AlphaZeroNet:
+        """The net to export after ``steps`` steps: the weight average
+        (``train.weight_average_decay``) or a copy of the trained net, in eval mode."""
+        if self.average is None:
+            return copy.deepcopy(self.net).eval()
+        self.update_average(steps)
+        return self.average.net()
 
     def net_state_dict(self) -> dict[str, torch.Tensor]:
         """The plain network's state dict (keys without the ``net.`` prefix)."""

@@ -378,7 +378,7 @@ def _finish(
         seconds=time.perf_counter() - started,
     )
     if trainer.is_global_zero:
-        save_net(module.net.cpu(), paths.net)
+        save_net(module.exported_net(trainer.global_step).cpu(), paths.net)
         with atomic_write(paths.result) as handle:
             handle.write(json.dumps(asdict(result), indent=1).encode())
         logger.log_artifact(paths.net)

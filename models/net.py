@@ -11,7 +11,8 @@ scalar value per position:
 * value: in ``[-1, 1]`` from the side to move's perspective, shape ``(B,)``:
   the ``tanh`` output of the scalar head, or ``P(win) - P(loss)`` of the
   win/draw/loss head (``value_head: wdl``), whose three logits
-  :meth:`AlphaZeroNet.forward_heads` returns for training.
+  :meth:`AlphaZeroNet.forward_heads` returns for training, beside the
+  moves-left head's plies left (``moves_left: true``).
 
 The heads and the conv+BN unit live in :mod:`models.net_heads`.
 
@@ -35,10 +36,11 @@ from torch import nn
 from models.net_heads import (
     VALUE_HEADS,
     ConvBN,
+    MovesLeftHead,
     NetOutput,
     PolicyHead,
     ValueHead,
-    value_head_of_state,
+    head_mismatches,
     wdl_value,
 )
 
@@ -127,6 +129,9 @@ class NetConfig:
         value_head: ``"scalar"`` (AlphaZero: one ``tanh`` value) or ``"wdl"``
             (lc0: three logits, win/draw/loss for the side to move, trained
             with cross-entropy; the value the search sees is ``W - L``).
+        moves_left: add lc0's moves-left head (plies to the game's end, its
+            value and hidden sizes those of the value head); the search can
+            use it (``search.moves_left_*``).
     """
 
     blocks: int = 6
@@ -136,6 +141,7 @@ class NetConfig:
     value_channels: int = 32
     value_hidden: int = 256
     value_head: str = "scalar"
+    moves_left: bool = False
 
     def __post_init__(self) -> None:
         """Validate every field; errors name the field and the bad value."""
@@ -158,6 +164,8 @@ class NetConfig:
             raise ValueError(
                 f"NetConfig.value_head must be one of {list(VALUE_HEADS)}, got {self.value_head!r}"
             )
+        if not isinstance(self.moves_left, bool):
+            raise ValueError(f"NetConfig.moves_left must be true or false, got {self.moves_left!r}")
 
     @property
     def policy_size(self) -> int:
@@ -323,6 +331,9 @@ class AlphaZeroNet(nn.Module):
         self.value_head = ValueHead(
             cfg.filters, cfg.value_channels, cfg.value_hidden, cfg.value_head
         )
+        self.moves_left_head = (
+            MovesLeftHead(cfg.filters, cfg.value_channels, cfg.value_hidden) if cfg.moves_left else None
+        )
 
     @property
     def policy_size(self) -> int:
@@ -346,7 +357,8 @@ class AlphaZeroNet(nn.Module):
         return x
 
     def forward_heads(self, planes: torch.Tensor | np.ndarray) -> NetOutput:
-        """Return the policy logits, the value and (WDL head) the win/draw/loss logits.
+        """Return the policy logits, the value, (WDL head) the win/draw/loss
+        logits and (moves-left head) the plies left.
 
         Raises:
             ValueError: input is not ``(B, 119, 8, 8)``.
@@ -356,9 +368,10 @@ class AlphaZeroNet(nn.Module):
         if self.policy_gather is not None:
             logits = logits.index_select(1, self.policy_gather)
         head = self.value_head(trunk)
+        moves_left = self.moves_left_head(trunk) if self.moves_left_head is not None else None
         if self.config.value_head == "wdl":
-            return NetOutput(logits, wdl_value(head), head)
-        return NetOutput(logits, head, None)
+            return NetOutput(logits, wdl_value(head), head, moves_left)
+        return NetOutput(logits, head, None, moves_left)
 
     def forward(self, planes: torch.Tensor | np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
         """Return ``(policy_logits [B, policy_size], value [B])`` for raw input planes
@@ -480,7 +493,8 @@ def load_weights_into(
         NetStateError: ``state_dict`` is not a mapping of tensors.
         ArchitectureMismatchError: keys or shapes differ; names every
             parameter with both shapes (a scalar value head against a WDL
-            one is named as ``value_head`` with both settings).
+            one is named as ``value_head`` with both settings, a moves-left
+            head against none as ``moves_left``).
     """
     model = _unwrap(net)
     if not isinstance(state_dict, Mapping):
@@ -489,12 +503,8 @@ def load_weights_into(
     if bad:
         raise NetStateError(f"state_dict entries are not tensors: {bad[:8]}")
     problems = _state_mismatches(state_dict, model.state_dict())
-    stored, wanted = value_head_of_state(state_dict), model.config.value_head
-    if stored is not None and stored != wanted:
-        # One line naming the key: the fc2 shape lines it explains are left out.
-        problems = [f"value_head: checkpoint {stored!r} vs model {wanted!r}"] + [
-            line for line in problems if not line.startswith("value_head.fc2.")
-        ]
+    # One line naming a head's setting: the parameter lines it explains are left out.
+    problems = head_mismatches(problems, state_dict, model.config.value_head, model.config.moves_left)
     if problems:
         raise ArchitectureMismatchError(problems, source)
     model.load_state_dict(state_dict, strict=True)

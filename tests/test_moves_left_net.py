@@ -14,7 +14,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from models.net import AlphaZeroNet, ArchitectureMismatchError, NetConfig, load_weights_into, net_state
+from models.net import (
+    AlphaZeroNet,
+    ArchitectureMismatchError,
+    NetConfig,
+    load_weights_into,
+    net_state,
+)
 from models.net_evaluator import NetEvaluator
 from models.net_heads import MOVES_LEFT_SCALE
 from models.search_backend import search_position

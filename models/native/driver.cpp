@@ -199,6 +199,7 @@ void SelfPlayCore::play_move(Game& game) {
   tree.history_snapshot(record.history.data() + at);
   record.meta.push_back(board_meta(board));
   record.root_q.push_back(stats.root_value);
+  record.root_d.push_back(stats.root_draw);
   record.full_search.push_back(game.full_search ? 1 : 0);
   if (!stats.improved.empty()) {
     for (std::size_t i = 0; i < stats.moves.size(); ++i) {

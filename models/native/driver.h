@@ -74,6 +74,7 @@ struct FinishedGame {
   std::vector<Row> history;         // plies * 8 rows
   std::vector<Meta> meta;
   std::vector<double> root_q;
+  std::vector<double> root_d;  // the root's draw probability (0 without aux)
   std::vector<std::uint8_t> full_search;
   std::vector<std::int64_t> policy_offsets{0}, policy_index, policy_visits;
   // pi of each listed move: PUCT visits / their sum (the visited moves);

@@ -55,6 +55,7 @@ py::dict game_dict(const FinishedGame& game) {
   out["history"] = history;
   out["meta"] = table_array(game.meta);
   out["root_q"] = to_array(game.root_q);
+  out["root_d"] = to_array(game.root_d);
   out["full_search"] = bool_array(game.full_search);
   out["policy_offsets"] = to_array(game.policy_offsets);
   out["policy_index"] = to_array(game.policy_index);

@@ -9,6 +9,11 @@ A win/draw/loss value head replaces ``(z - v)^2`` by the cross-entropy of its
 three logits against a (win, draw, loss) target distribution
 (:func:`pipeline.training.targets.wdl_targets`); it is still the ``value``
 term, logged under the same name.
+
+A moves-left head adds lc0's moves-left term: the Huber loss (delta 1) of its
+plies left against the game's, both divided by
+:data:`~models.net_heads.MOVES_LEFT_SCALE` (20 plies), over the rows whose
+game length is known, weighted by ``train.moves_left_weight``.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from models.net_heads import MOVES_LEFT_SCALE
 
 __all__ = ["LossTerms", "decayed_weights", "l2_penalty", "loss_terms", "split_decay_groups"]
 
@@ -39,6 +46,8 @@ class LossTerms:
             ``loss/total`` whether L2 goes through the loss or the optimizer.
         objective: what is differentiated: ``total``, or ``total - l2`` when
             the optimizer applies L2 as weight decay.
+        moves_left: the moves-left term (0 without a moves-left head or rows
+            of known game length), unweighted.
         policy_top1: share of positions whose highest logit is argmax pi.
         value_sign_accuracy: share of decisive positions (z != 0) where
             sign(v) == z; NaN when the batch has none.  For a WDL target, z
@@ -52,6 +61,7 @@ class LossTerms:
     objective: torch.Tensor
     policy_top1: torch.Tensor
     value_sign_accuracy: torch.Tensor
+    moves_left: torch.Tensor | None = None
 
 
 def decayed_weights(net: nn.Module) -> list[nn.Parameter]:
@@ -75,6 +85,17 @@ def l2_penalty(weights: Iterable[torch.Tensor], coefficient: float) -> torch.Ten
     return coefficient * torch.stack(squares).sum()
 
 
+def moves_left_loss(predicted: torch.Tensor, plies_left: torch.Tensor) -> torch.Tensor:
+    """Huber loss (delta 1) of predicted against target plies left ``[B]``,
+    both divided by :data:`MOVES_LEFT_SCALE`, averaged over the rows whose
+    target is known (>= 0); 0 when none is."""
+    known = plies_left >= 0
+    if not bool(known.any()):
+        return predicted.sum() * 0.0  # keeps the graph (and DDP's gradients) connected
+    scaled = predicted.float()[known] / MOVES_LEFT_SCALE
+    return F.huber_loss(scaled, plies_left.float()[known] / MOVES_LEFT_SCALE, delta=1.0)
+
+
 def loss_terms(
     logits: torch.Tensor,
     value: torch.Tensor,
@@ -86,6 +107,9 @@ def loss_terms(
     value_weight: float = 1.0,
     l2_in_loss: bool = True,
     wdl_logits: torch.Tensor | None = None,
+    moves_left: torch.Tensor | None = None,
+    plies_left: torch.Tensor | None = None,
+    moves_left_weight: float = 1.0,
 ) -> LossTerms:
     """The loss terms and metrics of a batch.
 
@@ -104,6 +128,10 @@ def loss_terms(
         wdl_logits: the win/draw/loss logits ``[B, 3]`` of a WDL value head
             (``None`` for a scalar head); the value term is then their
             cross-entropy against ``z``.
+        moves_left: the moves-left head's plies left ``[B]`` (``None``
+            without the head).
+        plies_left: their targets ``[B]`` (-1: unknown), with ``moves_left``.
+        moves_left_weight: weight of the moves-left term.
 
     Raises:
         ValueError: ``z``'s shape does not fit the head (``[B]`` scalar, ``[B, 3]`` WDL).
@@ -128,6 +156,12 @@ def loss_terms(
         with torch.no_grad():
             penalty = l2_penalty(weights, l2).to(logits.device)
     data_loss = policy + value_weight * value_mse
+    moves_left_term = None
+    if moves_left is not None:
+        if plies_left is None or plies_left.shape != moves_left.shape:
+            raise ValueError("a moves-left head needs plies-left targets [B]")
+        moves_left_term = moves_left_loss(moves_left, plies_left.to(moves_left.device))
+        data_loss = data_loss + moves_left_weight * moves_left_term
     with torch.no_grad():
         top1 = (logits.argmax(dim=1) == pi.argmax(dim=1)).float().mean()
         decisive = z != 0
@@ -141,4 +175,5 @@ def loss_terms(
         objective=data_loss + penalty if l2_in_loss else data_loss,
         policy_top1=top1,
         value_sign_accuracy=sign_accuracy,
+        moves_left=moves_left_term,
     )

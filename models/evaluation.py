@@ -36,17 +36,26 @@ class Leaf:
     history: np.ndarray | None
 
 
+LeafEvaluation = tuple[np.ndarray, float] | tuple[np.ndarray, float, Sequence[float]]
+"""One leaf's evaluation: ``(priors, value)``, or ``(priors, value, aux)`` with
+``aux = (draw, moves_left)`` (see :class:`Evaluator`)."""
+
+
 class Evaluator(Protocol):
     """What the search needs from a network.
 
     ``evaluate`` gets a batch of leaves and returns, per leaf, the prior
     probabilities of its ``moves`` (same order, summing to 1) and the value in
-    [-1, 1] from the leaf's side to move.
+    [-1, 1] from the leaf's side to move: ``(priors, value)``.  It may add the
+    auxiliary outputs ``aux = (draw, moves_left)``: the draw probability D in
+    [0, 1] and the plies M >= 0 left to the game's end, as
+    ``(priors, value, aux)``; without them the search takes D = 0 and M = 0
+    (:func:`split_evaluation`).
     """
 
     needs_planes: bool
 
-    def evaluate(self, leaves: Sequence[Leaf]) -> Sequence[tuple[np.ndarray, float]]: ...
+    def evaluate(self, leaves: Sequence[Leaf]) -> Sequence[LeafEvaluation]: ...
 
 
 class UniformEvaluator:
@@ -86,6 +95,18 @@ def encode_leaves(leaves: Sequence[Leaf]) -> np.ndarray:
     return encoding.encode_snapshots(snapshots, metas)
 
 
+@dataclass(frozen=True)
+class CacheEntry:
+    """One cached evaluation: the legal moves, their priors, the value and the
+    auxiliary outputs D and M (0 when the evaluator gave none)."""
+
+    moves: list[chess.Move]
+    priors: np.ndarray
+    value: float
+    draw: float = 0.0
+    moves_left: float = 0.0
+
+
 class EvalCache:
     """LRU cache of evaluations keyed by position (pieces, side, castling, ep,
     repetition count).  Earlier history is not part of the key, as in most
@@ -93,11 +114,11 @@ class EvalCache:
 
     def __init__(self, max_size: int) -> None:
         self.max_size = max_size
-        self._data: OrderedDict[Hashable, tuple[list[chess.Move], np.ndarray, float]] = OrderedDict()
+        self._data: OrderedDict[Hashable, CacheEntry] = OrderedDict()
         self.hits = 0
         self.misses = 0
 
-    def get(self, key: Hashable) -> tuple[list[chess.Move], np.ndarray, float] | None:
+    def get(self, key: Hashable) -> CacheEntry | None:
         entry = self._data.get(key)
         if entry is None:
             self.misses += 1
@@ -106,10 +127,18 @@ class EvalCache:
         self.hits += 1
         return entry
 
-    def put(self, key: Hashable, moves: list[chess.Move], priors: np.ndarray, value: float) -> None:
+    def put(
+        self,
+        key: Hashable,
+        moves: list[chess.Move],
+        priors: np.ndarray,
+        value: float,
+        draw: float = 0.0,
+        moves_left: float = 0.0,
+    ) -> None:
         if self.max_size <= 0:
             return
-        self._data[key] = (moves, priors, value)
+        self._data[key] = CacheEntry(moves, priors, value, draw, moves_left)
         self._data.move_to_end(key)
         while len(self._data) > self.max_size:
             self._data.popitem(last=False)
@@ -141,3 +170,30 @@ def check_evaluation(
     if total <= 0:
         return np.full(len(priors), 1.0 / len(priors))
     return priors / total
+
+
+def split_evaluation(board: chess.Board, result: LeafEvaluation) -> tuple[np.ndarray, float, float, float]:
+    """``(priors, value, draw, moves_left)`` of one leaf's evaluation (see
+    :class:`Evaluator`): D = 0 and M = 0 when the evaluator gave no ``aux``.
+
+    Raises :class:`EvaluationError` naming the FEN for a result that is not a
+    pair or a triple, an ``aux`` that is not two numbers, a draw
+    probability outside [0, 1] or a negative or non-finite moves-left.
+    """
+    if len(result) == 2:
+        priors, value = result  # type: ignore[misc]
+        return priors, value, 0.0, 0.0
+    if len(result) != 3:
+        raise EvaluationError(
+            f"evaluator returned {len(result)} items for {board.fen()}, expected (priors, value[, aux])"
+        )
+    priors, value, aux = result  # type: ignore[misc]
+    values = np.asarray(aux, dtype=np.float64)
+    if values.shape != (2,):
+        raise EvaluationError(f"evaluator returned aux of shape {values.shape} for {board.fen()}, expected (2,)")
+    draw, moves_left = float(values[0]), float(values[1])
+    if not 0.0 - 1e-6 <= draw <= 1.0 + 1e-6:
+        raise EvaluationError(f"evaluator returned a draw probability {draw!r} outside [0, 1] for {board.fen()}")
+    if not (math.isfinite(moves_left) and moves_left >= 0.0):
+        raise EvaluationError(f"evaluator returned moves_left {moves_left!r} (not finite and >= 0) for {board.fen()}")
+    return priors, value, draw, moves_left

@@ -21,6 +21,12 @@ unfolded form).
 
 A compilation that fails falls back to the folded eager network and says so
 in :attr:`CompiledNet.mode` and :attr:`CompiledNet.fallback`.
+
+A net with a WDL or a moves-left head (:func:`has_aux`) runs wrapped in
+:class:`AuxOutputs`, whose forward adds the search's auxiliary outputs
+``aux [B, 2]`` (the draw probability and the plies left) to the logits and
+values; every compile mode (eager, jit, inductor, ONNX Runtime) runs that
+wrapper the same way.
 """
 
 from __future__ import annotations
@@ -34,11 +40,11 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from models.net import INPUT_PLANES, AlphaZeroNet
-from models.net_heads import ConvBN
+from models.net import INPUT_PLANES, AlphaZeroNet, NetConfig
+from models.net_heads import ConvBN, wdl_draw
 
-__all__ = ["BUCKETS", "COMPILE_MODES", "CompiledNet", "compile_for_inference", "fold_batch_norm", "fold_for_inference",
-           "resolve_compile"]
+__all__ = ["BUCKETS", "COMPILE_MODES", "AuxOutputs", "CompiledNet", "compile_for_inference", "fold_batch_norm",
+           "fold_for_inference", "has_aux", "resolve_compile"]
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +136,31 @@ def fold_for_inference(net: AlphaZeroNet) -> AlphaZeroNet:
     return folded
 
 
-Forward = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+def has_aux(config: NetConfig) -> bool:
+    """Whether a net of ``config`` gives the search auxiliary outputs: it has a
+    WDL value head (the draw probability) or a moves-left head."""
+    return config.value_head == "wdl" or config.moves_left
+
+
+class AuxOutputs(nn.Module):
+    """``net`` with the search's auxiliary outputs: forward returns
+    ``(logits [B, P], value [B], aux [B, 2])``, aux = (P(draw) of a WDL head
+    or 0, the moves-left head's plies or 0)."""
+
+    def __init__(self, net: AlphaZeroNet) -> None:
+        super().__init__()
+        self.net = net
+        self.train(net.training)  # a folded net is in eval mode: so is the wrapper (jit's freeze)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        output = self.net.forward_heads(x, auxiliary=False)
+        value = output.value
+        draw = wdl_draw(output.wdl_logits) if output.wdl_logits is not None else torch.zeros_like(value)
+        moves_left = output.moves_left if output.moves_left is not None else torch.zeros_like(value)
+        return output.policy_logits, value, torch.stack([draw, moves_left], dim=1)
+
+
+Forward = Callable[[torch.Tensor], tuple[torch.Tensor, ...]]
 
 
 @dataclass
@@ -138,7 +168,8 @@ class CompiledNet:
     """A forward function over prepared float inputs and how it was built.
 
     Attributes:
-        forward: ``(B, 119, 8, 8)`` float input -> (logits, values).
+        forward: ``(B, 119, 8, 8)`` float input -> (logits, values), or
+            (logits, values, aux) for an :class:`AuxOutputs` net.
         mode: what runs: ``eager`` (eager), ``jit`` or ``inductor``.
         requested: the ``compile`` setting.
         fallback: why the requested mode is not the one running ('' if it is).
@@ -150,7 +181,7 @@ class CompiledNet:
     fallback: str = ""
     buckets: tuple[int, ...] = field(default=())
 
-    def __call__(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def __call__(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         return self.forward(x)
 
 
@@ -166,9 +197,10 @@ def resolve_compile(requested: str, device: torch.device) -> str:
     return "jit" if device.type == "cpu" else "eager"
 
 
-def compile_for_inference(net: AlphaZeroNet, mode: str, example: torch.Tensor) -> CompiledNet:
-    """Build ``mode``'s forward for the folded ``net``; ``example`` is a
-    prepared input (its dtype and memory format) used to trace or warm up."""
+def compile_for_inference(net: AlphaZeroNet | AuxOutputs, mode: str, example: torch.Tensor) -> CompiledNet:
+    """Build ``mode``'s forward for the folded ``net`` (or its :class:`AuxOutputs`);
+    ``example`` is a prepared input (its dtype and memory format) used to
+    trace or warm up."""
     requested = mode
     mode = resolve_compile(mode, example.device)
     if mode == "eager":
@@ -192,23 +224,22 @@ def compile_for_inference(net: AlphaZeroNet, mode: str, example: torch.Tensor) -
         return CompiledNet(net, "eager", requested, fallback=reason)
 
 
-def _inductor(net: AlphaZeroNet, example: torch.Tensor, requested: str) -> CompiledNet:
+def _inductor(net: AlphaZeroNet | AuxOutputs, example: torch.Tensor, requested: str) -> CompiledNet:
     import torch._dynamo  # noqa: PLC0415 - only when inductor is asked for
 
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, len(BUCKETS) + 4)
     compiled = torch.compile(net, dynamic=False)
 
-    def forward(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         size = x.shape[0]
         if size > BUCKETS[-1]:
             parts = [forward(chunk) for chunk in x.split(BUCKETS[-1])]
-            return torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
+            return tuple(torch.cat([p[i] for p in parts]) for i in range(len(parts[0])))
         bucket = next(b for b in BUCKETS if b >= size)
         if bucket != size:
             pad = x.new_zeros((bucket - size, *x.shape[1:])).contiguous(memory_format=_format_of(x))
             x = torch.cat([x, pad]).contiguous(memory_format=_format_of(x))
-        logits, values = compiled(x)
-        return logits[:size], values[:size]
+        return tuple(output[:size] for output in compiled(x))
 
     forward(example)
     return CompiledNet(forward, "inductor", requested, buckets=BUCKETS)
@@ -216,28 +247,32 @@ def _inductor(net: AlphaZeroNet, example: torch.Tensor, requested: str) -> Compi
 
 ONNX_INPUT = "planes"
 ONNX_OUTPUTS = ("policy", "value")
+ONNX_AUX_OUTPUT = "aux"
+"""The third output of an :class:`AuxOutputs` net run by ONNX Runtime."""
 
 
-def onnx_bytes(net: AlphaZeroNet, opset: int = 17) -> bytes:
+def onnx_bytes(net: AlphaZeroNet | AuxOutputs, opset: int = 17) -> bytes:
     """``net`` (CPU, float32, standard memory format) as a serialized ONNX
-    model: input ``planes`` and outputs ``policy``, ``value``, all with a
-    dynamic ``batch`` axis; torch's TorchScript exporter (``dynamo=False``),
-    which needs only the ``onnx`` package and works offline."""
+    model: input ``planes`` and outputs ``policy``, ``value`` (and ``aux``
+    for an :class:`AuxOutputs` net), all with a dynamic ``batch`` axis;
+    torch's TorchScript exporter (``dynamo=False``), which needs only the
+    ``onnx`` package and works offline."""
     import io  # noqa: PLC0415
 
     example = torch.zeros(2, INPUT_PLANES, 8, 8)  # not 1: nothing specialised to a single position
+    outputs = (*ONNX_OUTPUTS, ONNX_AUX_OUTPUT) if isinstance(net, AuxOutputs) else ONNX_OUTPUTS
     buffer = io.BytesIO()
     with warnings.catch_warnings():
         # The exporter's deprecation notice, and tracer notes on the forward's
         # shape check (a Python bool, constant for these shapes).
         warnings.simplefilter("ignore")
-        torch.onnx.export(net, (example,), buffer, input_names=[ONNX_INPUT], output_names=list(ONNX_OUTPUTS),
+        torch.onnx.export(net, (example,), buffer, input_names=[ONNX_INPUT], output_names=list(outputs),
                           opset_version=opset, dynamo=False,
-                          dynamic_axes={name: {0: "batch"} for name in (ONNX_INPUT, *ONNX_OUTPUTS)})  # fmt: skip
+                          dynamic_axes={name: {0: "batch"} for name in (ONNX_INPUT, *outputs)})  # fmt: skip
     return buffer.getvalue()
 
 
-def _onnxruntime(net: AlphaZeroNet, example: torch.Tensor, requested: str) -> CompiledNet:
+def _onnxruntime(net: AlphaZeroNet | AuxOutputs, example: torch.Tensor, requested: str) -> CompiledNet:
     """The folded net exported to ONNX in memory and run by ONNX Runtime's CPU
     provider (graph optimisations on, ``torch.get_num_threads()`` intra-op
     threads that sleep instead of spinning between calls, so the search
@@ -255,10 +290,9 @@ def _onnxruntime(net: AlphaZeroNet, example: torch.Tensor, requested: str) -> Co
     options.log_severity_level = 3
     session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 
-    def forward(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         planes = x.float().contiguous().numpy()
-        logits, values = session.run(None, {ONNX_INPUT: planes})
-        return torch.from_numpy(logits), torch.from_numpy(values)
+        return tuple(torch.from_numpy(output) for output in session.run(None, {ONNX_INPUT: planes}))
 
     forward(example)
     return CompiledNet(forward, "onnxruntime", requested)

@@ -39,6 +39,8 @@ class NativeGame:
     listed with its improved-policy probability (its visits may be 0).
     ``draw_playthrough`` games had draw adjudication disabled; ``would_draw``
     is then the plies after which it would have ended the game (else None).
+    ``root_d`` is the search root's draw probability of each ply (float64; 0
+    when the evaluator gave none).
     """
 
     game_id: str
@@ -60,6 +62,7 @@ class NativeGame:
     policy_probs: np.ndarray | None = None
     draw_playthrough: bool = False
     would_draw: int | None = None
+    root_d: np.ndarray | None = None
 
     def z(self, ply: int) -> int:
         """Outcome in {-1, 0, 1} from the side to move at ``ply`` (as GameRecord.z)."""
@@ -100,6 +103,7 @@ def _game_from_core(item: dict, id_prefix: str) -> NativeGame:
         policy_probs=item["policy_probs"],
         draw_playthrough=bool(item["draw_playthrough"]),
         would_draw=None if item["would_draw"] < 0 else int(item["would_draw"]),
+        root_d=item["root_d"],
     )
 
 

@@ -43,11 +43,14 @@ class BatchEvaluator(Protocol):
 
     def evaluate_batch(
         self, planes: np.ndarray, rows: np.ndarray, indices: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray] | tuple[np.ndarray, np.ndarray, np.ndarray]:
         """planes ``(N, 119, 8, 8)`` uint8; rows and indices ``(M,)`` int64, the
         leaf row and policy index of each legal move of each leaf (leaves in
         order, each leaf's moves contiguous).  Returns the logits ``(M,)`` and
-        the values ``(N,)`` (float32, value from each leaf's side to move)."""
+        the values ``(N,)`` (float32, value from each leaf's side to move),
+        optionally followed by ``aux`` ``(N, 2)`` float32: each leaf's draw
+        probability D in [0, 1] and plies left M >= 0 (absent or ``None``:
+        D = M = 0, the same search as without them)."""
         ...
 
 
@@ -168,7 +171,9 @@ class NativeTree:
     def result(self) -> SearchResult:
         """The root's visit counts, priors and value."""
         try:
-            ucis, child_n, child_w, priors, root_value, best, _, improved, proof, plies = self._tree.result()
+            (ucis, child_n, child_w, priors, root_value, best, _, improved, proof, plies, draw, moves_left) = (
+                self._tree.result()
+            )
         except _native.ChessError as error:
             raise SearchError(str(error)) from error
         moves = [chess.Move.from_uci(uci) for uci in ucis]
@@ -185,6 +190,8 @@ class NativeTree:
             improved_policy=improved,
             proof=proof,
             proof_plies=plies,
+            root_draw=float(draw),
+            root_moves_left=float(moves_left),
         )
 
     def history_snapshot(self) -> np.ndarray:
@@ -237,7 +244,7 @@ class NativeNode:
             self._edges = (moves, priors, child_n, child_w, children)
         return self._edges
 
-    # Read from node_info (visits .. proof_plies) and node_edges (moves .. child_w).
+    # Read from node_info (visits .. moves_left_sum) and node_edges (moves .. child_w).
     visits: int = _view("_node_info", 0, "Visits of the node.")
     value_sum: float = _view("_node_info", 1, "Sum of the values backed up, from the side to move.")
     terminal_value: float | None = _view("_node_info", 2, "Value of a finished game, else None.")
@@ -247,6 +254,8 @@ class NativeNode:
         "_node_info", 5, "Solver: -1 lost, 0 drawn, 1 won for the side to move, None unproven."
     )
     proof_plies: int = _view("_node_info", 6, "Plies to the end of a proven win or loss.")
+    draw_sum: float = _view("_node_info", 7, "Sum of the draw probabilities backed up.")
+    moves_left_sum: float = _view("_node_info", 8, "Sum of the plies left backed up (one more per ply up).")
     moves: list[chess.Move] | None = _view("_node_edges", 0, "The legal moves (None: unexpanded).")
     priors: list[float] | None = _view("_node_edges", 1, "The priors of the moves.")
     child_n: list[float] = _view("_node_edges", 2, "Visits per move.")
@@ -270,6 +279,14 @@ class NativeNode:
     def q(self) -> float:
         """Mean value from this node's side to move (0 when unvisited)."""
         return self.value_sum / self.visits if self.visits else 0.0
+
+    def draw(self) -> float:
+        """Mean draw probability D (0 when unvisited)."""
+        return self.draw_sum / self.visits if self.visits else 0.0
+
+    def moves_left(self) -> float:
+        """Mean plies M left to the game's end (0 when unvisited)."""
+        return self.moves_left_sum / self.visits if self.visits else 0.0
 
 
 def run_native_searches(

@@ -11,7 +11,8 @@ scalar value per position:
 * value: in ``[-1, 1]`` from the side to move's perspective, shape ``(B,)``:
   the ``tanh`` output of the scalar head, or ``P(win) - P(loss)`` of the
   win/draw/loss head (``value_head: wdl``), whose three logits
-  :meth:`AlphaZeroNet.forward_heads` returns for training.
+  :meth:`AlphaZeroNet.forward_heads` returns for training, beside the
+  moves-left head's plies left (``moves_left: true``).
 
 The heads and the conv+BN unit live in :mod:`models.net_heads`.
 
@@ -35,10 +36,11 @@ from torch import nn
 from models.net_heads import (
     VALUE_HEADS,
     ConvBN,
+    MovesLeftHead,
     NetOutput,
     PolicyHead,
     ValueHead,
-    value_head_of_state,
+    head_mismatches,
     wdl_value,
 )
 
@@ -131,6 +133,9 @@ class NetConfig:
             policy logits trained on the policy target raised to 1/4 and
             renormalised (``train.soft_policy_weight``); the search never
             reads it.
+        moves_left: add lc0's moves-left head (plies to the game's end, its
+            value and hidden sizes those of the value head); the search can
+            use it (``search.moves_left_*``).
     """
 
     blocks: int = 6
@@ -141,6 +146,7 @@ class NetConfig:
     value_hidden: int = 256
     value_head: str = "scalar"
     soft_policy: bool = False
+    moves_left: bool = False
 
     def __post_init__(self) -> None:
         """Validate every field; errors name the field and the bad value."""
@@ -165,6 +171,8 @@ class NetConfig:
             raise ValueError(
                 f"NetConfig.value_head must be one of {list(VALUE_HEADS)}, got {self.value_head!r}"
             )
+        if not isinstance(self.moves_left, bool):
+            raise ValueError(f"NetConfig.moves_left must be true or false, got {self.moves_left!r}")
 
     @property
     def policy_size(self) -> int:
@@ -330,6 +338,9 @@ class AlphaZeroNet(nn.Module):
         self.value_head = ValueHead(
             cfg.filters, cfg.value_channels, cfg.value_hidden, cfg.value_head
         )
+        self.moves_left_head = (
+            MovesLeftHead(cfg.filters, cfg.value_channels, cfg.value_hidden) if cfg.moves_left else None
+        )
 
     @property
     def policy_size(self) -> int:
@@ -354,8 +365,8 @@ class AlphaZeroNet(nn.Module):
 
     def forward_heads(self, planes: torch.Tensor | np.ndarray, auxiliary: bool = True) -> NetOutput:
         """Return the policy logits, the value, (WDL head) the win/draw/loss
-        logits and, with ``auxiliary``, the outputs only training reads (the
-        soft-policy logits).
+        logits, (moves-left head) the plies left and, with ``auxiliary``, the
+        outputs only training reads (the soft-policy logits).
 
         Raises:
             ValueError: input is not ``(B, 119, 8, 8)``.
@@ -367,9 +378,10 @@ class AlphaZeroNet(nn.Module):
             logits, soft = self.policy_head(trunk), None
         logits, soft = self._gather(logits), self._gather(soft)
         head = self.value_head(trunk)
+        moves_left = self.moves_left_head(trunk) if self.moves_left_head is not None else None
         if self.config.value_head == "wdl":
-            return NetOutput(logits, wdl_value(head), head, soft)
-        return NetOutput(logits, head, None, soft)
+            return NetOutput(logits, wdl_value(head), head, moves_left, soft)
+        return NetOutput(logits, head, None, moves_left, soft)
 
     def _gather(self, logits: torch.Tensor | None) -> torch.Tensor | None:
         """The encoding's logits out of the 4672 (lc0_1858), else ``logits``."""
@@ -497,7 +509,8 @@ def load_weights_into(
         NetStateError: ``state_dict`` is not a mapping of tensors.
         ArchitectureMismatchError: keys or shapes differ; names every
             parameter with both shapes (a scalar value head against a WDL
-            one is named as ``value_head`` with both settings).
+            one is named as ``value_head`` with both settings, a moves-left
+            head against none as ``moves_left``).
     """
     model = _unwrap(net)
     if not isinstance(state_dict, Mapping):
@@ -506,12 +519,8 @@ def load_weights_into(
     if bad:
         raise NetStateError(f"state_dict entries are not tensors: {bad[:8]}")
     problems = _state_mismatches(state_dict, model.state_dict())
-    stored, wanted = value_head_of_state(state_dict), model.config.value_head
-    if stored is not None and stored != wanted:
-        # One line naming the key: the fc2 shape lines it explains are left out.
-        problems = [f"value_head: checkpoint {stored!r} vs model {wanted!r}"] + [
-            line for line in problems if not line.startswith("value_head.fc2.")
-        ]
+    # One line naming a head's setting: the parameter lines it explains are left out.
+    problems = head_mismatches(problems, state_dict, model.config.value_head, model.config.moves_left)
     has_soft = any(str(key).startswith("policy_head.soft_out.") for key in state_dict)
     if has_soft != model.config.soft_policy:
         problems = [f"soft_policy: checkpoint {has_soft} vs model {model.config.soft_policy}"] + [

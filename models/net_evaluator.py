@@ -11,6 +11,12 @@
   :class:`~models.evaluation.Evaluator`): the leaves are encoded here, and the
   priors are the softmax over each leaf's legal moves.
 
+A net with a WDL or a moves-left head also hands the search each leaf's
+auxiliary outputs (:func:`models.inference_net.has_aux`): ``aux [N, 2]``, the
+draw probability of the WDL head (0 for a scalar head) and the plies left of
+the moves-left head (0 without one); a scalar net without the head returns
+``(logits, values)`` as before.
+
 The forward runs a copy of the network prepared for inference
 (:func:`models.inference_net.fold_for_inference`: batch norm and the input
 scale folded into the convolutions, channels-last), optionally traced and
@@ -28,7 +34,15 @@ import numpy as np
 import torch
 
 from models.evaluation import Leaf, encode_leaves
-from models.inference_net import COMPILE_MODES, CompiledNet, compile_for_inference, fold_for_inference
+from models.evaluation import LeafEvaluation
+from models.inference_net import (
+    COMPILE_MODES,
+    AuxOutputs,
+    CompiledNet,
+    compile_for_inference,
+    fold_for_inference,
+    has_aux,
+)
 from models.net import INPUT_PLANES, AlphaZeroNet
 from models.policy import get_policy_map
 from models.precision import PrecisionChoice, check_precision, choose_precision
@@ -81,7 +95,9 @@ class NetEvaluator:
         self.policy_map = get_policy_map(self.policy_encoding)
         self.policy_size = net.config.policy_size
         self.memory_format = torch.channels_last if channels_last else torch.contiguous_format
-        self.inference_net = fold_for_inference(net).to(memory_format=self.memory_format)
+        self.aux = has_aux(net.config)
+        folded = fold_for_inference(net).to(memory_format=self.memory_format)
+        self.inference_net: AlphaZeroNet | AuxOutputs = AuxOutputs(folded) if self.aux else folded
         self.pin_memory = self.device.type == "cuda"
         example = self._prepare(np.zeros((calibration_batch, INPUT_PLANES, 8, 8), dtype=np.uint8))
         self.precision: PrecisionChoice = choose_precision(
@@ -120,8 +136,9 @@ class NetEvaluator:
 
         return forward
 
-    def _forward(self, planes: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-        """Logits and values of a ``(N, 119, 8, 8)`` uint8 batch (call under inference mode)."""
+    def _forward(self, planes: np.ndarray) -> tuple[torch.Tensor, ...]:
+        """Logits, values (and aux, see the module docstring) of a ``(N, 119,
+        8, 8)`` uint8 batch (call under inference mode)."""
         tensor = self._prepare(planes)
         if self.autocast_dtype is None:
             return self.compiled(tensor)
@@ -131,29 +148,40 @@ class NetEvaluator:
     @torch.inference_mode()
     def evaluate_batch(
         self, planes: np.ndarray, rows: np.ndarray, indices: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray] | tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Raw logits of the listed moves and values of the leaves (float32),
-        as the native core's ``BatchEvaluator`` protocol asks."""
-        logits, values = self._forward(np.ascontiguousarray(planes, dtype=np.uint8))
+        as the native core's ``BatchEvaluator`` protocol asks, and the
+        leaves' aux ``[N, 2]`` (draw probability, plies left) for a net with
+        a WDL or moves-left head."""
+        outputs = self._forward(np.ascontiguousarray(planes, dtype=np.uint8))
+        logits, values = outputs[0], outputs[1]
         flat = np.asarray(rows, dtype=np.int64) * self.policy_size + np.asarray(indices, dtype=np.int64)
         picked = torch.take(logits, torch.from_numpy(flat).to(self.device, non_blocking=True))
         self.positions += len(planes)
         self.calls += 1
+        if self.aux:
+            return _float32_numpy(picked), _float32_numpy(values.reshape(-1)), _float32_numpy(outputs[2])
         return _float32_numpy(picked), _float32_numpy(values.reshape(-1))
 
     @torch.inference_mode()
-    def evaluate(self, leaves: Sequence[Leaf]) -> list[tuple[np.ndarray, float]]:
+    def evaluate(self, leaves: Sequence[Leaf]) -> list[LeafEvaluation]:
         counts = [len(leaf.moves) for leaf in leaves]
         indices = np.concatenate([self.policy_map.indices(leaf.board, leaf.moves) for leaf in leaves])
         rows = np.repeat(np.arange(len(leaves)), counts)
-        picked_np, values_np = self.evaluate_batch(encode_leaves(leaves), rows, indices)
-        results = []
+        outputs = self.evaluate_batch(encode_leaves(leaves), rows, indices)
+        picked_np, values_np = outputs[0], outputs[1]
+        aux = outputs[2].astype(np.float64) if len(outputs) == 3 else None  # type: ignore[misc]
+        results: list[LeafEvaluation] = []
         offset = 0
-        for count, value in zip(counts, values_np.astype(np.float64)):
+        for row, (count, value) in enumerate(zip(counts, values_np.astype(np.float64))):
             segment = picked_np[offset : offset + count].astype(np.float64)
             offset += count
             segment = np.exp(segment - segment.max())
-            results.append((segment / segment.sum(), float(value)))
+            priors = segment / segment.sum()
+            if aux is None:
+                results.append((priors, float(value)))
+            else:
+                results.append((priors, float(value), (float(aux[row, 0]), float(aux[row, 1]))))
         return results
 
 

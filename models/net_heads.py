@@ -1,4 +1,4 @@
-"""The building block and the two heads of :class:`models.net.AlphaZeroNet`.
+"""The building block and the heads of :class:`models.net.AlphaZeroNet`.
 
 * :class:`ConvBN`: a bias-free convolution and its batch norm (the unit
   :mod:`models.inference_net` folds);
@@ -9,7 +9,10 @@
   (lc0: three logits, win/draw/loss for the side to move).  Both heads have
   the same parameter names (``conv``, ``fc1``, ``fc2``); only ``fc2``'s
   output size differs (1 or 3), which is how a state dict tells them apart
-  (:func:`value_head_of_state`).
+  (:func:`value_head_of_state`);
+* :class:`MovesLeftHead` (``NetConfig.moves_left``, lc0's moves-left head):
+  the plies left to the game's end, >= 0 (:func:`moves_left_of_state` tells
+  whether a state dict has it).
 
 :class:`NetOutput` is what :meth:`models.net.AlphaZeroNet.forward_heads`
 returns to training; ``forward`` returns ``(policy_logits, value)`` with the
@@ -27,13 +30,18 @@ import torch.nn.functional as F
 from torch import nn
 
 __all__ = [
+    "MOVES_LEFT_SCALE",
     "VALUE_HEADS",
     "WDL_SIZE",
     "ConvBN",
+    "MovesLeftHead",
     "NetOutput",
     "PolicyHead",
     "ValueHead",
+    "head_mismatches",
+    "moves_left_of_state",
     "value_head_of_state",
+    "wdl_draw",
     "wdl_value",
 ]
 
@@ -45,6 +53,11 @@ WDL_SIZE = 3
 
 _OUTPUTS = {"scalar": 1, "wdl": WDL_SIZE}
 
+MOVES_LEFT_SCALE = 20.0
+"""Plies per unit of the moves-left head's softplus output: the head predicts
+``MOVES_LEFT_SCALE * softplus(x)`` plies, and the loss compares plies / this
+scale (so a game's length of ~100 plies is ~5 units)."""
+
 
 class NetOutput(NamedTuple):
     """Everything the network computes for a batch of ``B`` positions.
@@ -55,6 +68,8 @@ class NetOutput(NamedTuple):
             ``P(win) - P(loss)`` of the WDL head.
         wdl_logits: ``[B, 3]`` win/draw/loss logits of a WDL head; ``None``
             for a scalar head.
+        moves_left: ``[B]`` plies left to the game's end (>= 0) of the
+            moves-left head; ``None`` without it.
         soft_policy_logits: ``[B, policy_size]`` logits of the soft-policy
             output (``NetConfig.soft_policy``); ``None`` without it or when
             the caller asked for no auxiliary outputs.
@@ -63,6 +78,7 @@ class NetOutput(NamedTuple):
     policy_logits: torch.Tensor
     value: torch.Tensor
     wdl_logits: torch.Tensor | None
+    moves_left: torch.Tensor | None = None
     soft_policy_logits: torch.Tensor | None = None
 
 
@@ -72,6 +88,11 @@ def wdl_value(wdl_logits: torch.Tensor) -> torch.Tensor:
     return probabilities[:, 0] - probabilities[:, 2]
 
 
+def wdl_draw(wdl_logits: torch.Tensor) -> torch.Tensor:
+    """``P(draw)`` ``[B]`` of win/draw/loss logits ``[B, 3]`` (softmax)."""
+    return F.softmax(wdl_logits, dim=1)[:, 1]
+
+
 def value_head_of_state(state_dict: Mapping[str, Any]) -> str | None:
     """``scalar`` or ``wdl``, read from the output size of ``value_head.fc2``
     in a network state dict; ``None`` when the entry is missing or another size."""
@@ -79,6 +100,32 @@ def value_head_of_state(state_dict: Mapping[str, Any]) -> str | None:
     if not isinstance(weight, torch.Tensor) or weight.dim() != 2:
         return None
     return next((name for name, size in _OUTPUTS.items() if size == weight.shape[0]), None)
+
+
+def moves_left_of_state(state_dict: Mapping[str, Any]) -> bool:
+    """Whether a network state dict has a moves-left head."""
+    return any(str(key).startswith("moves_left_head.") for key in state_dict)
+
+
+def head_mismatches(
+    problems: list[str], state_dict: Mapping[str, Any], value_head: str, moves_left: bool
+) -> list[str]:
+    """``problems`` (lines of shape or key mismatches between ``state_dict``
+    and a model with ``value_head`` and ``moves_left``) with the lines a
+    different head explains replaced by one line naming the setting:
+    ``value_head: checkpoint 'wdl' vs model 'scalar'``, ``moves_left:
+    checkpoint True vs model False``."""
+    stored = value_head_of_state(state_dict)
+    if stored is not None and stored != value_head:
+        problems = [f"value_head: checkpoint {stored!r} vs model {value_head!r}"] + [
+            line for line in problems if not line.startswith("value_head.fc2.")
+        ]
+    has_head = moves_left_of_state(state_dict)
+    if has_head != moves_left:
+        problems = [f"moves_left: checkpoint {has_head} vs model {moves_left}"] + [
+            line for line in problems if not line.startswith("moves_left_head.")
+        ]
+    return problems
 
 
 class ConvBN(nn.Module):
@@ -139,3 +186,21 @@ class ValueHead(nn.Module):
         if self.kind == "wdl":
             return self.fc2(hidden)
         return torch.tanh(self.fc2(hidden)).squeeze(1)
+
+
+class MovesLeftHead(nn.Module):
+    """lc0's moves-left head: 1x1 conv+BN+ReLU -> FC -> ReLU -> FC(1) ->
+    softplus, times :data:`MOVES_LEFT_SCALE`: the plies left to the game's
+    end from the position, ``(B,)``, >= 0."""
+
+    def __init__(self, filters: int, channels: int, hidden: int) -> None:
+        """Create the head for a trunk of ``filters`` channels."""
+        super().__init__()
+        self.conv = ConvBN(filters, channels, 1)
+        self.fc1 = nn.Linear(channels * 64, hidden)
+        self.fc2 = nn.Linear(hidden, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Plies left ``(B,)``, >= 0."""
+        hidden = F.relu(self.fc1(F.relu(self.conv(x)).flatten(1)))
+        return F.softplus(self.fc2(hidden)).squeeze(1) * MOVES_LEFT_SCALE

@@ -95,6 +95,24 @@ class SearchConfig:
             and for comparing the two).  An evaluator that only implements
             ``evaluate(leaves)`` (no ``evaluate_batch``) is always searched by
             the python backend.
+        moves_left_threshold: |Q| of a node above which the moves-left
+            utility applies to its children (lc0's moves-left head in the
+            search); in [0, 1).
+        moves_left_slope: utility per ply of difference between a child's
+            moves left and its parent's (e.g. 0.0027); 0 (the default)
+            disables the utility.
+        moves_left_cap: the largest utility, either sign (e.g. 0.2).
+
+    The moves-left utility (PUCT only; :func:`models.search_rules.moves_left_utility`):
+    at a node whose mean value Q (its side to move's view) has |Q| above
+    ``moves_left_threshold``, each visited child's selection score Q + U gets
+
+        clamp(slope * (M_child - M_parent), -cap, cap) * (-sign(Q)) * (|Q| - threshold) / (1 - threshold)
+
+    with M_parent the node's mean plies left and M_child = the child's mean
+    plies left + 1 (counting the move).  A winning side thus prefers the
+    moves that end the game sooner, a losing one those that last longer;
+    unvisited children get no utility.
     """
 
     num_simulations: int = 200
@@ -117,6 +135,9 @@ class SearchConfig:
     gumbel_c_scale: float = 0.1
     solver: bool = True
     solver_threats: bool = False
+    moves_left_threshold: float = 0.8
+    moves_left_slope: float = 0.0
+    moves_left_cap: float = 0.2
 
     def __post_init__(self) -> None:
         positive = {
@@ -135,6 +156,8 @@ class SearchConfig:
             "gumbel_scale": self.gumbel_scale,
             "gumbel_c_visit": self.gumbel_c_visit,
             "gumbel_c_scale": self.gumbel_c_scale,
+            "moves_left_slope": self.moves_left_slope,
+            "moves_left_cap": self.moves_left_cap,
         }
         for bound, values in ((1, positive), (0, non_negative)):
             for name, value in values.items():
@@ -158,7 +181,11 @@ class SearchConfig:
             raise SearchError(f"search.solver must be true or false, got {self.solver!r}")
         if not isinstance(self.solver_threats, bool):
             raise SearchError(f"search.solver_threats must be true or false, got {self.solver_threats!r}")
-        for name in ("gumbel_scale", "gumbel_c_visit", "gumbel_c_scale"):
+        if not 0.0 <= self.moves_left_threshold < 1.0:
+            raise SearchError(
+                f"search.moves_left_threshold must be in [0, 1), got {self.moves_left_threshold!r}"
+            )
+        for name in ("gumbel_scale", "gumbel_c_visit", "gumbel_c_scale", "moves_left_slope", "moves_left_cap"):
             if not math.isfinite(getattr(self, name)):
                 raise SearchError(f"search.{name} must be finite, got {getattr(self, name)!r}")
 
@@ -190,6 +217,12 @@ class SearchResult:
             it (1 win, 0 draw, -1 loss, NaN unproven), or ``None``.
         proof_plies: per move, the plies to the end of a proven win or loss
             counting the move (0 when unproven or drawn), or ``None``.
+        root_draw: mean draw probability D of the root (0 when the
+            evaluator gives no auxiliary outputs).
+        root_moves_left: mean plies M left to the game's end from the root:
+            the evaluator's M at each leaf plus the leaf's depth below the
+            root (with no auxiliary outputs, M = 0 at the leaves: the mean
+            depth of what was backed up).
     """
 
     moves: list[chess.Move]
@@ -201,6 +234,8 @@ class SearchResult:
     improved_policy: np.ndarray | None = None
     proof: np.ndarray | None = None
     proof_plies: np.ndarray | None = None
+    root_draw: float = 0.0
+    root_moves_left: float = 0.0
 
     @property
     def policy(self) -> np.ndarray:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 import chess
 import numpy as np
 
-from models.evaluation import EvalCache, Evaluator, Leaf
+from models.evaluation import EvalCache, Evaluator, Leaf, LeafEvaluation
 from models.search_config import SearchConfig, SearchResult
 from models.search_tree import GameTree, PendingLeaf
 
@@ -41,7 +41,7 @@ def collect_leaves(trees: Sequence[GameTree]) -> tuple[list[Owner], list[Leaf]]:
     return owners, leaves
 
 
-def deliver_results(owners: Sequence[Owner], results: Sequence[tuple[np.ndarray, float]]) -> None:
+def deliver_results(owners: Sequence[Owner], results: Sequence[LeafEvaluation]) -> None:
     """Hand each tree its slice of one evaluator call's results."""
     offset = 0
     for tree, pending in owners:

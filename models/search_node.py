@@ -10,7 +10,14 @@ Sign conventions (the formula code uses the paper's symbols):
   the point of view of the side to move *at that node*;
 * ``Node.child_w[i]`` / ``Node.child_n[i]`` is the mean value of move ``i``
   from the point of view of the side choosing it (the node's side to move), so
-  selection maximises ``Q + U`` directly.
+  selection maximises ``Q + U`` directly;
+* ``Node.draw_sum`` / ``Node.visits`` is the mean draw probability D backed up
+  through the node (the same for both sides: no sign flip), and
+  ``Node.moves_left_sum`` / ``Node.visits`` the mean plies M left to the
+  game's end from the node: a leaf adds the evaluator's M, and every ply up
+  the tree adds 1.  A finished game backs up D = 1 for a draw and 0 for a
+  mate, M = 0; a node proven by the solver backs up its proof
+  (:func:`proof_outcome`).
 
 C++ twin: models/native/search.h (``Node`` and ``Edge``).
 """
@@ -31,8 +38,10 @@ class Node:
         "child_n",
         "child_w",
         "children",
+        "draw_sum",
         "key",
         "moves",
+        "moves_left_sum",
         "pending",
         "priors",
         "proof",
@@ -58,6 +67,8 @@ class Node:
         self.child_w: list[float] = []
         self.visits = 0
         self.value_sum = 0.0
+        self.draw_sum = 0.0
+        self.moves_left_sum = 0.0
         self.terminal_value: float | None = None
         self.pending = False
         self.raw_value = 0.0  # the evaluator's value (Gumbel's mixed value)
@@ -84,6 +95,14 @@ class Node:
         """Mean value from this node's side to move (0 when unvisited)."""
         return self.value_sum / self.visits if self.visits else 0.0
 
+    def draw(self) -> float:
+        """Mean draw probability D backed up through the node (0 when unvisited)."""
+        return self.draw_sum / self.visits if self.visits else 0.0
+
+    def moves_left(self) -> float:
+        """Mean plies M left to the game's end from the node (0 when unvisited)."""
+        return self.moves_left_sum / self.visits if self.visits else 0.0
+
     def update_proof(self) -> bool:
         """MCTS-solver rule over the children; True when the node became proven."""
         best_win: int | None = None
@@ -105,6 +124,20 @@ class Node:
         else:
             return False
         return True
+
+
+def terminal_outcome(value: float) -> tuple[float, float, float]:
+    """``(value, draw, moves_left)`` a finished game backs up: D = 1 for a
+    draw (value 0), 0 for a mate; M = 0."""
+    return value, (1.0 if value == 0.0 else 0.0), 0.0
+
+
+def proof_outcome(node: Node) -> tuple[float, float, float]:
+    """``(value, draw, moves_left)`` a node proven by the solver backs up: its
+    proof as the value, D = 1 for a proven draw (else 0), M = its proof's
+    plies (0 for a draw)."""
+    assert node.proof is not None
+    return float(node.proof), (1.0 if node.proof == 0 else 0.0), float(node.proof_plies)
 
 
 def position_key(board: chess.Board) -> Hashable:

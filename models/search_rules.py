@@ -5,7 +5,7 @@ Pure functions of a :class:`~models.search_node.Node` and the
 :class:`models.search_tree.GameTree`:
 
 * :func:`select_puct`: AlphaZero's argmax of Q + U, first-play urgency for
-  unvisited moves;
+  unvisited moves, and lc0's moves-left utility (:func:`moves_left_utility`);
 * :func:`select_gumbel_root` and :func:`select_gumbel_interior`: Gumbel
   AlphaZero (Danihelka et al. 2022, with mctx's defaults): sequential halving
   over the Gumbel-top-k moves at the root, the deterministic improved-policy
@@ -37,9 +37,38 @@ RESCALE_EPSILON = 1e-8
 # Selection
 
 
+def moves_left_utility(node: Node, config: SearchConfig) -> tuple[float, float] | None:
+    """The moves-left utility's terms at ``node`` (see :class:`SearchConfig`):
+    ``(weight, parent_m)`` with weight = -sign(Q) * (|Q| - threshold) /
+    (1 - threshold), or ``None`` when it does not apply (slope 0, an
+    unvisited node, |Q| not above the threshold).  A visited child's utility
+    is then ``clamp(slope * (M_child - parent_m), -cap, cap) * weight`` with
+    M_child = the child's mean plies left + 1 (:func:`child_utility`)."""
+    if config.moves_left_slope == 0.0 or node.visits == 0:
+        return None
+    parent = float(node.visits)
+    q = node.value_sum / parent
+    excess = abs(q) - config.moves_left_threshold
+    if not excess > 0.0:
+        return None
+    fraction = excess / (1.0 - config.moves_left_threshold)
+    weight = -fraction if q > 0.0 else fraction
+    return weight, node.moves_left_sum / parent
+
+
+def child_utility(child: Node | None, weight: float, parent_m: float, config: SearchConfig) -> float:
+    """A child's moves-left utility (0 for an unvisited child; see :func:`moves_left_utility`)."""
+    if child is None or child.visits == 0:
+        return 0.0
+    child_m = child.moves_left_sum / float(child.visits) + 1.0
+    cap = config.moves_left_cap
+    return min(max(config.moves_left_slope * (child_m - parent_m), -cap), cap) * weight
+
+
 def select_puct(node: Node, config: SearchConfig, skip: list[bool] | None) -> int:
-    """PUCT: argmax of Q + c(s) * P * sqrt(N) / (1 + N_a); unvisited Q = FPU;
-    moves in ``skip`` (proven losses) are never chosen."""
+    """PUCT: argmax of Q + c(s) * P * sqrt(N) / (1 + N_a) (+ the moves-left
+    utility when it applies); unvisited Q = FPU; moves in ``skip`` (proven
+    losses) are never chosen."""
     n_parent = node.visits
     c = config.c_puct_init + math.log((1.0 + n_parent + config.c_puct_base) / config.c_puct_base)
     if config.fpu_mode == "relative":
@@ -47,11 +76,14 @@ def select_puct(node: Node, config: SearchConfig, skip: list[bool] | None) -> in
     else:
         fpu = config.fpu_value
     k = c * math.sqrt(max(n_parent, 1))
+    utility = moves_left_utility(node, config)
     best_index, best_score = 0, -math.inf
     for index, (prior, n, w) in enumerate(zip(node.priors, node.child_n, node.child_w)):
         if skip is not None and skip[index]:
             continue
         score = (w / n if n else fpu) + k * prior / (1.0 + n)
+        if utility is not None:
+            score += child_utility(node.children[index], utility[0], utility[1], config)
         if score > best_score:
             best_index, best_score = index, score
     return best_index
@@ -154,6 +186,8 @@ def root_result(root: Node, config: SearchConfig, gumbel: list[float], counts: l
         improved_policy=improved,
         proof=proof,
         proof_plies=proof_plies,
+        root_draw=root.draw(),
+        root_moves_left=root.moves_left(),
     )
 
 

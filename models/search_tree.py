@@ -26,7 +26,7 @@ import chess
 import numpy as np
 
 from models import encoding
-from models.evaluation import EvalCache, Leaf, check_evaluation
+from models.evaluation import EvalCache, Leaf, LeafEvaluation, check_evaluation, split_evaluation
 from models.search_config import (
     GumbelNoise,
     SearchConfig,
@@ -35,7 +35,7 @@ from models.search_config import (
     requested_simulations,
     terminal_value,
 )
-from models.search_node import Node, cache_key, position_key
+from models.search_node import Node, cache_key, position_key, proof_outcome, terminal_outcome
 from models.search_rules import (
     mates_in_one,
     root_result,
@@ -214,28 +214,29 @@ class GameTree:
                     break
         return batch
 
-    def deliver(self, pending: Sequence[PendingLeaf], results: Sequence[tuple[np.ndarray, float]]) -> None:
-        """Expand the leaves with the evaluator's output and back the values up."""
+    def deliver(self, pending: Sequence[PendingLeaf], results: Sequence[LeafEvaluation]) -> None:
+        """Expand the leaves with the evaluator's output and back the values
+        (and the auxiliary D and M, see :mod:`models.search_node`) up."""
         if len(pending) != len(results):
             raise SearchError(f"evaluator returned {len(results)} results for {len(pending)} leaves")
-        for item, (priors, value) in zip(pending, results):
-            priors = check_evaluation(item.node.board, item.node.moves, priors, value)
+        for item, result in zip(pending, results):
             node = item.node
+            priors, value, draw, moves_left = split_evaluation(node.board, result)
+            priors = check_evaluation(node.board, node.moves, priors, value)
             node.pending = False
             assert node.moves is not None
             if self.cache is not None:
-                self.cache.put(cache_key(node), node.moves, priors, float(value))
+                self.cache.put(cache_key(node), node.moves, priors, float(value), draw, moves_left)
             node.expand(node.moves, priors)
             node.raw_value = float(value)
             proven = self._find_mates(node, item.path)
-            backed = float(node.proof) if proven and node.proof is not None else float(value)
+            outcome = proof_outcome(node) if proven else (float(value), draw, moves_left)
             if node is self.root:
                 self._prepare_root(node)
-                node.visits += 1
-                node.value_sum += backed
+                _add_visit(node, *outcome)
                 continue
             self._in_flight -= 1
-            self._backup(item.path, node, backed, proven=proven)
+            self._backup(item.path, node, *outcome, proven=proven)
 
     def _simulate(self) -> PendingLeaf | None:
         """One selection from the root; returns a leaf that needs the network."""
@@ -258,10 +259,10 @@ class GameTree:
                 node.children[index] = child
             node = child
         if node.terminal_value is not None:
-            self._backup(path, node, node.terminal_value)
+            self._backup(path, node, *terminal_outcome(node.terminal_value))
             return None
         if node.proof is not None:  # proven by the solver: its exact value
-            self._backup(path, node, float(node.proof))
+            self._backup(path, node, *proof_outcome(node))
             return None
         if node.pending:
             self._revert_virtual_loss(path)
@@ -273,7 +274,7 @@ class GameTree:
     def _reach_leaf(self, node: Node, path: list[tuple[Node, int]]) -> PendingLeaf | None:
         """A leaf seen for the first time: terminal, cached, or sent to the network."""
         cached = self.cache.get(cache_key(node)) if self.cache is not None else None
-        moves = cached[0] if cached is not None else list(node.board.generate_legal_moves())
+        moves = cached.moves if cached is not None else list(node.board.generate_legal_moves())
         terminal = terminal_value(node.board, moves, node.repetitions)
         if terminal is not None:
             if node is self.root:
@@ -281,19 +282,18 @@ class GameTree:
             node.terminal_value = terminal
             if self.config.solver:
                 node.proof, node.proof_plies = int(terminal), 0
-            self._backup(path, node, terminal, proven=self.config.solver)
+            self._backup(path, node, *terminal_outcome(terminal), proven=self.config.solver)
             return None
         if cached is not None:
-            node.expand(moves, cached[1])
-            node.raw_value = cached[2]
+            node.expand(moves, cached.priors)
+            node.raw_value = cached.value
             proven = self._find_mates(node, path)
-            backed = float(node.proof) if proven and node.proof is not None else cached[2]
+            outcome = proof_outcome(node) if proven else (cached.value, cached.draw, cached.moves_left)
             if node is self.root:
-                node.visits += 1
-                node.value_sum += backed
+                _add_visit(node, *outcome)
                 self._prepare_root(node)
             else:
-                self._backup(path, node, backed, proven=proven)
+                self._backup(path, node, *outcome, proven=proven)
             return None
         node.moves = moves
         node.pending = True
@@ -388,18 +388,27 @@ class GameTree:
             return select_gumbel_interior(node, self.config, skip)
         return select_puct(node, self.config, skip)
 
-    def _backup(self, path: list[tuple[Node, int]], leaf: Node, value: float, proven: bool = False) -> None:
+    def _backup(
+        self,
+        path: list[tuple[Node, int]],
+        leaf: Node,
+        value: float,
+        draw: float,
+        moves_left: float,
+        proven: bool = False,
+    ) -> None:
         """Add ``value`` (leaf's side to move) along ``path``, undoing virtual
-        loss; ``proven``: the leaf was just proven (solver: update the path)."""
-        leaf.visits += 1
-        leaf.value_sum += value
+        loss, with the draw probability ``draw`` (no sign flip) and
+        ``moves_left`` (one more per ply up); ``proven``: the leaf was just
+        proven (solver: update the path)."""
+        _add_visit(leaf, value, draw, moves_left)
         vloss = self.config.virtual_loss
         for node, index in reversed(path):
             value = -value
+            moves_left += 1.0
             node.child_n[index] += 1.0 - vloss
             node.child_w[index] += value + vloss
-            node.visits += 1
-            node.value_sum += value
+            _add_visit(node, value, draw, moves_left)
         if path:
             self._done += 1
         if proven:
@@ -433,3 +442,11 @@ class GameTree:
         if not self.root.expanded:
             raise SearchError(f"no search has run on {self.board.fen()}")
         return root_result(self.root, self.config, self._gumbel, self._root_counts)
+
+
+def _add_visit(node: Node, value: float, draw: float, moves_left: float) -> None:
+    """One visit of ``node`` backing up ``value`` (its side to move), D and M."""
+    node.visits += 1
+    node.value_sum += value
+    node.draw_sum += draw
+    node.moves_left_sum += moves_left

@@ -64,6 +64,7 @@ def test_search_params_copies_every_search_field() -> None:
                for name, value in values.items()}  # fmt: skip
     changed.update(solver=not search.solver, solver_threats=not search.solver_threats)
     changed["dirichlet_epsilon"] = 0.5
+    changed.update(moves_left_threshold=0.4, moves_left_slope=0.01)  # in [0, 1); 0 doubled stays 0
     params = search_params(SearchConfig(**changed))
     for name, value in changed.items():
         if name in ("backend", "fpu_mode", "algorithm"):

@@ -80,6 +80,8 @@ def _assert_same(python_tree: GameTree, native_tree: NativeTree, context: str) -
     expected, got = python_tree.result(), native_tree.result()
     assert _visits(got) == _visits(expected), context
     assert got.root_value == pytest.approx(expected.root_value, abs=1e-12), context
+    assert got.root_draw == pytest.approx(expected.root_draw, abs=1e-12), context
+    assert got.root_moves_left == pytest.approx(expected.root_moves_left, abs=1e-9), context
     assert got.best_move == expected.best_move, context
     priors = dict(zip([m.uci() for m in expected.moves], expected.priors))
     for move, prior in zip(got.moves, got.priors):
@@ -137,11 +139,37 @@ def test_same_visits_as_python_search(overrides: dict) -> None:
         _assert_same(python_tree, native_tree, f"{board.fen()} {overrides}")
 
 
+MOVES_LEFT = dict(moves_left_threshold=0.05, moves_left_slope=0.03, moves_left_cap=0.2)
+"""The moves-left utility on, with a threshold the hashed values often pass."""
+
+
+@pytest.mark.parametrize("overrides", CONFIGS)
+def test_same_visits_with_aux_and_the_moves_left_utility(overrides: dict) -> None:
+    """An evaluator that returns D and M, the utility on: still visit for
+    visit the same, and the utility changes the visits of most searches."""
+    config = SearchConfig(num_simulations=96, **MOVES_LEFT, **overrides)
+    evaluator = HashEvaluator(seed=3, aux=True)
+    changed = 0
+    positions = _positions()[:10]
+    for board in positions:
+        python_tree, native_tree = _tree_pair(board, config)
+        python_tree.start()
+        native_tree.start()
+        run_searches([python_tree], evaluator)
+        run_native_searches([native_tree], evaluator)
+        _assert_same(python_tree, native_tree, f"{board.fen()} {overrides}")
+        plain = _python_tree(board, SearchConfig(num_simulations=96, **overrides), None)
+        plain.start()
+        run_searches([plain], evaluator)
+        changed += _visits(plain.result()) != _visits(python_tree.result())
+    assert changed >= len(positions) // 2
+
+
 @pytest.mark.parametrize("overrides", CONFIGS[::2])
 def test_same_visits_with_tree_reuse(overrides: dict) -> None:
     """Advance both trees through their best moves; reused visits count towards the budget."""
-    config = SearchConfig(num_simulations=120, **overrides)
-    evaluator = HashEvaluator(seed=5)
+    config = SearchConfig(num_simulations=120, **MOVES_LEFT, **overrides)
+    evaluator = HashEvaluator(seed=5, aux=True)
     for board in (chess.Board(), _repetition_board(), chess.Board(NEAR_MATE[1])):
         python_tree, native_tree = _tree_pair(board, config)
         for step in range(4):
@@ -318,6 +346,14 @@ class _BadEvaluator:
             return logits
         elif self.spoil == "strings":
             return ["a"] * len(logits), values
+        elif self.spoil == "aux-shape":
+            return logits, values, np.zeros((len(values), 3), dtype=np.float32)
+        elif self.spoil == "big-draw":
+            return logits, values, np.full((len(values), 2), 1.5, dtype=np.float32)
+        elif self.spoil == "nan-moves-left":
+            return logits, values, np.full((len(values), 2), np.nan, dtype=np.float32)
+        elif self.spoil == "four-items":
+            return logits, values, None, None
         return logits, values
 
 
@@ -331,6 +367,10 @@ class _BadEvaluator:
         ("big-value", "outside.*/"),
         ("not-a-pair", "pair"),
         ("strings", "float"),
+        ("aux-shape", r"aux of shape \(\d+, 3\)"),
+        ("big-draw", "draw probability.*/"),
+        ("nan-moves-left", "draw probability nan.*/"),
+        ("four-items", "4 items"),
     ],
 )
 def test_bad_evaluator_output_raises_and_the_tree_survives(spoil: str, match: str) -> None:

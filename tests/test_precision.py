@@ -84,7 +84,7 @@ def _outputs(evaluator: NetEvaluator, boards: list[chess.Board]) -> tuple[list[n
     indices = np.concatenate([policy_map.indices(board, ms) for board, ms in zip(boards, moves)])
     rows = np.repeat(np.arange(len(boards)), [len(ms) for ms in moves])
     planes = np.stack([encode_board(board) for board in boards])
-    logits, values = evaluator.evaluate_batch(planes, rows, indices)
+    logits, values = evaluator.evaluate_batch(planes, rows, indices)[:2]  # a WDL net adds its aux
     split = np.cumsum([len(ms) for ms in moves])[:-1]
     return np.split(logits, split), values
 

@@ -52,6 +52,15 @@ void copy_planes(int n, const SlotOf& slot_of, std::uint8_t* out) {
   }
 }
 
+namespace {
+
+// The slot's share of the batch's aux (two per leaf), or null.
+const float* aux_of(const BatchSlot& slot) {
+  return slot.evaluation.aux ? slot.evaluation.aux + 2 * slot.part->leaf_begin : nullptr;
+}
+
+}  // namespace
+
 void deliver_batch(ThreadPool& pool, int n, const SlotOf& slot_of) {
   pool.parallel_for(n, [&](int i) {
     const BatchSlot slot = slot_of(i);
@@ -59,13 +68,14 @@ void deliver_batch(ThreadPool& pool, int n, const SlotOf& slot_of) {
     if (!slot.evaluation.logits) throw ChessError("no evaluation for a pending batch");
     const BatchPart& part = *slot.part;
     slot.tree->validate(slot.evaluation.logits + part.move_begin, slot.tree->pending_moves(),
-                        slot.evaluation.values + part.leaf_begin, slot.tree->pending_leaves());
+                        slot.evaluation.values + part.leaf_begin, slot.tree->pending_leaves(), aux_of(slot));
   });
   pool.parallel_for(n, [&](int i) {
     const BatchSlot slot = slot_of(i);
     if (!slot.tree || slot.tree->pending_leaves() == 0) return;
     const BatchPart& part = *slot.part;
-    slot.tree->deliver(slot.evaluation.logits + part.move_begin, slot.evaluation.values + part.leaf_begin);
+    slot.tree->deliver(slot.evaluation.logits + part.move_begin, slot.evaluation.values + part.leaf_begin,
+                       aux_of(slot));
   });
 }
 

@@ -21,11 +21,13 @@ struct BatchPart {
   long long leaf_begin = 0, move_begin = 0;
 };
 
-// The evaluator's output for a whole batch: logits (one per listed move)
-// and values (one per leaf).
+// The evaluator's output for a whole batch: logits (one per listed move),
+// values (one per leaf) and, optionally, aux (two per leaf: the draw
+// probability D and the plies left M; null: D = M = 0).
 struct Evaluation {
   const float* logits = nullptr;
   const float* values = nullptr;
+  const float* aux = nullptr;
 };
 
 // Tree i of a batching loop: the tree (null: none), its part and the

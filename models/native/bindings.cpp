@@ -41,17 +41,19 @@ py::tuple batch_arrays(const LeafBatch& batch, const std::function<void(std::uin
   return py::make_tuple(planes, rows, indices);
 }
 
-std::pair<FloatArray, FloatArray> evaluation_arrays(const py::object& output, long long moves, long long leaves) {
+EvaluationArrays evaluation_arrays(const py::object& output, long long moves, long long leaves) {
   py::tuple pair;
   try {
     pair = py::reinterpret_borrow<py::tuple>(py::tuple(output));
   } catch (const py::error_already_set&) {
     throw ChessError("evaluator returned " + std::string(py::str(py::type::of(output))) +
-                     ", expected a (logits, values) pair");
+                     ", expected a (logits, values) pair or a (logits, values, aux) triple");
   }
-  if (pair.size() != 2) {
-    throw ChessError("evaluator returned " + std::to_string(pair.size()) + " items, expected a (logits, values) pair");
+  if (pair.size() != 2 && pair.size() != 3) {
+    throw ChessError("evaluator returned " + std::to_string(pair.size()) +
+                     " items, expected a (logits, values) pair or a (logits, values, aux) triple");
   }
+  EvaluationArrays out;
   FloatArray logits = FloatArray::ensure(pair[0]);
   FloatArray values = FloatArray::ensure(pair[1]);
   if (!logits || !values) throw ChessError("evaluator returned logits or values that are not float arrays");
@@ -63,7 +65,19 @@ std::pair<FloatArray, FloatArray> evaluation_arrays(const py::object& output, lo
     throw ChessError("evaluator returned values of shape " + shape_of(values) + " for " + std::to_string(leaves) +
                      " leaves");
   }
-  return {logits, values};
+  out.logits = logits;
+  out.values = values;
+  if (pair.size() == 3 && !pair[2].is_none()) {
+    FloatArray aux = FloatArray::ensure(pair[2]);
+    if (!aux) throw ChessError("evaluator returned aux that is not a float array");
+    if (aux.ndim() != 2 || aux.shape(0) != leaves || aux.shape(1) != 2) {
+      throw ChessError("evaluator returned aux of shape " + shape_of(aux) + " for " + std::to_string(leaves) +
+                       " leaves, expected (" + std::to_string(leaves) + ", 2)");
+    }
+    out.aux = aux;
+    out.has_aux = true;
+  }
+  return out;
 }
 
 }  // namespace zc

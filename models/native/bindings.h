@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "batching.h"
 #include "search.h"
 
 namespace zc {
@@ -27,9 +28,20 @@ using FloatArray = pybind11::array_t<float, pybind11::array::c_style | pybind11:
 // bytes) without the GIL.
 pybind11::tuple batch_arrays(const LeafBatch& batch, const std::function<void(std::uint8_t*)>& write_planes);
 
-// Evaluator output as (logits, values) float32 arrays of the expected sizes;
-// ChessError naming the shapes otherwise.
-std::pair<FloatArray, FloatArray> evaluation_arrays(const pybind11::object& output, long long moves, long long leaves);
+// Evaluator output: (logits, values) or (logits, values, aux) as float32
+// arrays; aux (None: absent) holds two numbers per leaf, the draw
+// probability D and the plies left M.
+struct EvaluationArrays {
+  FloatArray logits, values, aux;
+  bool has_aux = false;
+  // The raw pointers for the core (aux null when absent).
+  Evaluation evaluation() const { return Evaluation{logits.data(), values.data(), has_aux ? aux.data() : nullptr}; }
+};
+
+// The evaluator's output as float32 arrays of the expected sizes (logits
+// (moves,), values (leaves,), aux (leaves, 2)); ChessError naming the shapes
+// otherwise.
+EvaluationArrays evaluation_arrays(const pybind11::object& output, long long moves, long long leaves);
 
 template <typename T>
 pybind11::array_t<T> to_array(const std::vector<T>& values) {

@@ -6,6 +6,19 @@
 
 namespace zc {
 
+namespace {
+
+// Keeps a copy of an evaluation's aux (two per leaf), or none.
+void assign_aux(std::vector<float>& out, const float* aux, long long leaves) {
+  if (aux) {
+    out.assign(aux, aux + 2 * leaves);
+  } else {
+    out.clear();
+  }
+}
+
+}  // namespace
+
 // ---------------------------------------------------------------------------
 // Driver
 
@@ -35,11 +48,12 @@ std::vector<FinishedGame> SelfPlayCore::take_finished() {
 }
 
 void SelfPlayCore::set_results(int lane_index, const float* logits, long long num_logits, const float* values,
-                               long long num_values) {
+                               long long num_values, const float* aux) {
   Lane& lane = lanes_.at(lane_index);
   check_evaluation_size(lane.batch, num_logits, num_values);
   lane.logits.assign(logits, logits + num_logits);
   lane.values.assign(values, values + num_values);
+  assign_aux(lane.aux, aux, num_values);
   lane.has_results = true;
 }
 
@@ -185,6 +199,7 @@ void SelfPlayCore::play_move(Game& game) {
   tree.history_snapshot(record.history.data() + at);
   record.meta.push_back(board_meta(board));
   record.root_q.push_back(stats.root_value);
+  record.root_d.push_back(stats.root_draw);
   record.full_search.push_back(game.full_search ? 1 : 0);
   if (!stats.improved.empty()) {
     for (std::size_t i = 0; i < stats.moves.size(); ++i) {
@@ -264,7 +279,8 @@ void SelfPlayCore::finish(Game& game) {
 
 BatchSlot SelfPlayCore::slot(const Lane& lane, int i) const {
   Game& game = *lane.games[i];
-  return BatchSlot{game.tree.get(), &game.part, Evaluation{lane.logits.data(), lane.values.data()}};
+  const float* aux = lane.aux.empty() ? nullptr : lane.aux.data();
+  return BatchSlot{game.tree.get(), &game.part, Evaluation{lane.logits.data(), lane.values.data(), aux}};
 }
 
 void SelfPlayCore::copy_planes(int lane_index, std::uint8_t* out) const {
@@ -372,10 +388,11 @@ void MatchCore::play_move(Game& game) {
 }
 
 void MatchCore::set_results(int player, const float* logits, long long num_logits, const float* values,
-                            long long num_values) {
+                            long long num_values, const float* aux) {
   check_evaluation_size(batches_[player], num_logits, num_values);
   logits_[player].assign(logits, logits + num_logits);
   values_[player].assign(values, values + num_values);
+  assign_aux(aux_[player], aux, num_values);
   has_results_[player] = true;
 }
 
@@ -389,7 +406,8 @@ BatchSlot MatchCore::slot(int player, int i) const {
   Game& game = *games_[i];
   if (player >= 0 && game.mover != player) return BatchSlot{};
   const int p = game.mover;
-  const Evaluation evaluation = has_results_[p] ? Evaluation{logits_[p].data(), values_[p].data()} : Evaluation{};
+  const float* aux = aux_[p].empty() ? nullptr : aux_[p].data();
+  const Evaluation evaluation = has_results_[p] ? Evaluation{logits_[p].data(), values_[p].data(), aux} : Evaluation{};
   return BatchSlot{game.trees[p].get(), &game.part, evaluation};
 }
 

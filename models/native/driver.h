@@ -74,6 +74,7 @@ struct FinishedGame {
   std::vector<Row> history;         // plies * 8 rows
   std::vector<Meta> meta;
   std::vector<double> root_q;
+  std::vector<double> root_d;  // the root's draw probability (0 without aux)
   std::vector<std::uint8_t> full_search;
   std::vector<std::int64_t> policy_offsets{0}, policy_index, policy_visits;
   // pi of each listed move: PUCT visits / their sum (the visited moves);
@@ -99,8 +100,10 @@ class SelfPlayCore {
   const LeafBatch& batch(int lane) const { return lanes_.at(lane).batch; }
   // Writes the lane's batch planes (batch(lane).leaves * PLANES_BYTES bytes).
   void copy_planes(int lane, std::uint8_t* out) const;
-  // Copies the evaluation of the lane's batch; throws ChessError for wrong sizes.
-  void set_results(int lane, const float* logits, long long num_logits, const float* values, long long num_values);
+  // Copies the evaluation of the lane's batch (aux: null, or two per leaf:
+  // D and M); throws ChessError for wrong sizes.
+  void set_results(int lane, const float* logits, long long num_logits, const float* values, long long num_values,
+                   const float* aux = nullptr);
   std::vector<FinishedGame> take_finished();
   bool done() const;
   const DriverStats& stats() const { return stats_; }
@@ -120,7 +123,7 @@ class SelfPlayCore {
   struct Lane {
     std::vector<std::unique_ptr<Game>> games;
     LeafBatch batch;
-    std::vector<float> logits, values;
+    std::vector<float> logits, values, aux;  // aux empty: none
     bool has_results = false;
   };
 
@@ -174,7 +177,8 @@ class MatchCore {
   void step();
   const LeafBatch& batch(int player) const { return batches_[player]; }
   void copy_planes(int player, std::uint8_t* out) const;
-  void set_results(int player, const float* logits, long long num_logits, const float* values, long long num_values);
+  void set_results(int player, const float* logits, long long num_logits, const float* values, long long num_values,
+                   const float* aux = nullptr);
   std::vector<MatchRecord> take_finished();
   bool done() const { return started_ >= config_.games && games_.empty(); }
 
@@ -199,7 +203,7 @@ class MatchCore {
   ThreadPool pool_;
   std::vector<std::unique_ptr<Game>> games_;
   LeafBatch batches_[2];
-  std::vector<float> logits_[2], values_[2];
+  std::vector<float> logits_[2], values_[2], aux_[2];  // aux_ empty: none
   bool has_results_[2] = {false, false};
   int started_ = 0;
   std::vector<MatchRecord> finished_;

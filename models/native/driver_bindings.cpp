@@ -4,7 +4,7 @@
 // models/native_drivers.py.
 //
 // Both are stepped the same way from Python: step(), then batch(i) (planes,
-// rows, indices) for the evaluator and set_results(i, (logits, values)).
+// rows, indices) for the evaluator and set_results(i, (logits, values[, aux])).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -55,6 +55,7 @@ py::dict game_dict(const FinishedGame& game) {
   out["history"] = history;
   out["meta"] = table_array(game.meta);
   out["root_q"] = to_array(game.root_q);
+  out["root_d"] = to_array(game.root_d);
   out["full_search"] = bool_array(game.full_search);
   out["policy_offsets"] = to_array(game.policy_offsets);
   out["policy_index"] = to_array(game.policy_index);
@@ -112,8 +113,11 @@ void def_batches(py::class_<Core>& cls) {
       .def("set_results",
            [](Core& core, int i, const py::object& output) {
              const LeafBatch& batch = core.batch(i);
-             auto [logits, values] = evaluation_arrays(output, static_cast<long long>(batch.rows.size()), batch.leaves);
-             core.set_results(i, logits.data(), logits.shape(0), values.data(), values.shape(0));
+             const EvaluationArrays arrays =
+                 evaluation_arrays(output, static_cast<long long>(batch.rows.size()), batch.leaves);
+             const Evaluation evaluation = arrays.evaluation();
+             core.set_results(i, evaluation.logits, arrays.logits.shape(0), evaluation.values, arrays.values.shape(0),
+                              evaluation.aux);
            })
       .def("done", &Core::done);
 }

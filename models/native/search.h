@@ -12,7 +12,10 @@
 //
 // Signs (as in the Python reference): Node::value_sum / visits is the mean value
 // from the node's side to move; Edge::w / Edge::n is the mean value of the move
-// from the side choosing it.
+// from the side choosing it.  Node::draw_sum / visits is the mean draw
+// probability D (no sign flip) and Node::moves_left_sum / visits the mean
+// plies M left to the game's end (one more per ply up the tree); see
+// models/search_node.py.
 #pragma once
 
 #include <algorithm>
@@ -56,17 +59,29 @@ struct SearchParams {
   // Solver, at an expansion: a move after which the opponent mates in one is
   // proven lost (its child proven won in 1 ply); needs `solver`.
   bool solver_threats = false;
+  // Moves-left utility (models.search_config.SearchConfig, select_puct):
+  // slope 0 disables it.
+  double moves_left_threshold = 0.8;
+  double moves_left_slope = 0.0;
+  double moves_left_cap = 0.2;
 };
 
 // Node::proof / Edge::proof: -1 lost, 0 drawn, 1 won for the side to move at
 // the node (the edge: at its child), PROOF_NONE unproven.
 constexpr std::int8_t PROOF_NONE = 2;
 
+// What a leaf backs up: its value (side to move), draw probability D and
+// plies left M (models.search_node.terminal_outcome / proof_outcome).
+struct Outcome {
+  double value = 0.0, draw = 0.0, moves_left = 0.0;
+};
+
 // One cached evaluation: the legal moves (generation order) and their priors.
 struct CacheEntry {
   std::vector<Move> moves;
   std::vector<double> priors;
   double value = 0.0;
+  double draw = 0.0, moves_left = 0.0;  // the evaluator's D and M (0 without)
 };
 using CacheEntryPtr = std::shared_ptr<const CacheEntry>;
 
@@ -129,6 +144,8 @@ struct Node {
   std::int32_t parent = -1;  // for views only
   long long visits = 0;
   double value_sum = 0.0;
+  double draw_sum = 0.0;        // D backed up (no sign flip)
+  double moves_left_sum = 0.0;  // M backed up (+1 per ply up)
   double terminal_value = 0.0;
   bool terminal = false;
   bool pending = false;
@@ -139,6 +156,20 @@ struct Node {
   std::int32_t proof_plies = 0;
   double raw_value = 0.0;  // the evaluator's value (Gumbel's mixed value)
 };
+
+// A finished game: its value, D = 1 for a draw (0 for a mate), M = 0.
+inline Outcome terminal_outcome(double value) { return Outcome{value, value == 0.0 ? 1.0 : 0.0, 0.0}; }
+// A node proven by the solver: its proof, D = 1 for a proven draw, M = its proof's plies.
+inline Outcome proof_outcome(const Node& node) {
+  return Outcome{static_cast<double>(node.proof), node.proof == 0 ? 1.0 : 0.0, static_cast<double>(node.proof_plies)};
+}
+// One visit of `node` backing up `outcome`.
+inline void add_visit(Node& node, const Outcome& outcome) {
+  node.visits += 1;
+  node.value_sum += outcome.value;
+  node.draw_sum += outcome.draw;
+  node.moves_left_sum += outcome.moves_left;
+}
 
 // A growable byte buffer whose new bytes are not zero-filled (planes are
 // written whole right after a resize).
@@ -185,6 +216,7 @@ struct RootStats {
   std::vector<int> policy;  // policy index per move
   std::vector<double> child_n, child_w, priors;
   double root_value = 0.0;
+  double root_draw = 0.0, root_moves_left = 0.0;  // mean D and M of the root
   // PUCT: most visited, ties to the higher prior, then the first; Gumbel:
   // the sequential-halving winner; solver: the fastest proven win, never a
   // proven loss when another move is not one.
@@ -221,10 +253,13 @@ class SearchTree {
   // appending planes, rows (offset by out.leaves) and indices.
   int collect(LeafBatch& out, int limit = 0);
   // Checks the evaluation of the pending leaves (logits in collection
-  // order); throws ChessError naming the FEN.
-  void validate(const float* logits, long long num_logits, const float* values, long long num_values) const;
-  // Expands the pending leaves and backs the values up (validate first).
-  void deliver(const float* logits, const float* values);
+  // order; aux: null or [leaves, 2] draw probability and moves left);
+  // throws ChessError naming the FEN.
+  void validate(const float* logits, long long num_logits, const float* values, long long num_values,
+                const float* aux = nullptr) const;
+  // Expands the pending leaves and backs the values (and D, M: 0 without
+  // aux) up (validate first).
+  void deliver(const float* logits, const float* values, const float* aux = nullptr);
   // Forgets the pending leaves (after a failed evaluation): virtual loss
   // reverted, the nodes unexpanded again.
   void abort_pending();
@@ -266,6 +301,8 @@ class SearchTree {
   int make_child(int parent, int edge_index, const PathStep* path, int path_size);
   int select(int node_id);
   int select_puct(const Node& node, bool skip_lost) const;
+  // The moves-left utility of a visited child (models.search_rules.child_utility).
+  double child_utility(const Edge& edge, double weight, double parent_m) const;
   int select_gumbel_interior(const Node& node, bool skip_lost) const;
   int select_gumbel_root(const Node& node, bool skip_lost) const;
   // The solver's choice at a node with proven children: the fastest move
@@ -289,7 +326,7 @@ class SearchTree {
   // Returns true when a leaf went to `out`.
   bool simulate(LeafBatch& out);
   bool reach_leaf(int node_id, const PathStep* path, int path_size, LeafBatch& out);
-  void backup(const PathStep* path, int path_size, int leaf, double value, bool proven = false);
+  void backup(const PathStep* path, int path_size, int leaf, Outcome outcome, bool proven = false);
   void revert_virtual_loss(const PathStep* path, int path_size);
   void add_noise_(int node_id);
   void set_moves(int node_id, const Move* moves, int count);

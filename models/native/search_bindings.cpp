@@ -27,19 +27,19 @@ namespace zc {
 namespace {
 
 // run_searches with a Python evaluator (evaluator.evaluate_batch(planes,
-// rows, indices) -> (logits, values)) and stop test, called with the GIL;
-// the trees are stepped without it.
+// rows, indices) -> (logits, values) or (logits, values, aux)) and stop
+// test, called with the GIL; the trees are stepped without it.
 long long py_run_searches(const py::list& tree_list, const py::object& evaluator, const py::object& should_stop) {
   std::vector<SearchTree*> trees;
   for (const py::handle& item : tree_list) trees.push_back(item.cast<SearchTree*>());
   py::object evaluate = evaluator.attr("evaluate_batch");
-  FloatArray logits, values;  // the last evaluation, alive while it is delivered
+  EvaluationArrays arrays;  // the last evaluation, alive while it is delivered
   const BatchEvaluator evaluate_batch = [&](const LeafBatch& batch, const PlanesWriter& write_planes) {
     py::gil_scoped_acquire gil;
-    py::tuple arrays = batch_arrays(batch, write_planes);
-    py::object output = evaluate(arrays[0], arrays[1], arrays[2]);
-    std::tie(logits, values) = evaluation_arrays(output, static_cast<long long>(batch.rows.size()), batch.leaves);
-    return Evaluation{logits.data(), values.data()};
+    py::tuple inputs = batch_arrays(batch, write_planes);
+    py::object output = evaluate(inputs[0], inputs[1], inputs[2]);
+    arrays = evaluation_arrays(output, static_cast<long long>(batch.rows.size()), batch.leaves);
+    return arrays.evaluation();
   };
   StopTest stop;
   if (!should_stop.is_none()) {
@@ -92,7 +92,10 @@ void bind_tree(py::module_& m) {
       .def_readwrite("gumbel_c_visit", &SearchParams::gumbel_c_visit)
       .def_readwrite("gumbel_c_scale", &SearchParams::gumbel_c_scale)
       .def_readwrite("solver", &SearchParams::solver)
-      .def_readwrite("solver_threats", &SearchParams::solver_threats);
+      .def_readwrite("solver_threats", &SearchParams::solver_threats)
+      .def_readwrite("moves_left_threshold", &SearchParams::moves_left_threshold)
+      .def_readwrite("moves_left_slope", &SearchParams::moves_left_slope)
+      .def_readwrite("moves_left_cap", &SearchParams::moves_left_cap);
 
   py::class_<EvalCache, std::shared_ptr<EvalCache>>(m, "EvalCache", "Thread-safe LRU evaluation cache.")
       .def(py::init<long long>(), py::arg("max_size"))
@@ -149,7 +152,8 @@ void bind_tree(py::module_& m) {
                      : py::object(to_array(std::vector<std::int64_t>(stats.proof.begin(), stats.proof.end()))),
                  stats.proof_plies.empty() ? py::object(py::none())
                                            : py::object(to_array(std::vector<std::int64_t>(stats.proof_plies.begin(),
-                                                                                           stats.proof_plies.end()))));
+                                                                                           stats.proof_plies.end()))),
+                 stats.root_draw, stats.root_moves_left);
            })
       .def("history_snapshot",
            [](const SearchTree& tree) {
@@ -165,7 +169,7 @@ void bind_tree(py::module_& m) {
              py::object terminal = node.terminal ? py::object(py::float_(node.terminal_value)) : py::object(py::none());
              py::object proof = node.proof == PROOF_NONE ? py::object(py::none()) : py::object(py::int_(node.proof));
              return py::make_tuple(node.visits, node.value_sum, terminal, node.expanded, node.pending, proof,
-                                   node.proof_plies);
+                                   node.proof_plies, node.draw_sum, node.moves_left_sum);
            })
       .def("node_fen", [](const SearchTree& tree, int id) { return tree.node(id).board.fen(); })
       .def("node_edges", [](const SearchTree& tree, int id) -> py::tuple {

@@ -89,19 +89,42 @@ int SearchTree::select_puct(const Node& node, bool skip_lost) const {
     fpu = params_.fpu_value;
   }
   const double k = c * std::sqrt(static_cast<double>(std::max(n_parent, 1LL)));
+  // Moves-left utility (models.search_rules.moves_left_utility): weight =
+  // -sign(Q) * (|Q| - threshold) / (1 - threshold) when |Q| > threshold.
+  bool utility = false;
+  double weight = 0.0, parent_m = 0.0;
+  if (params_.moves_left_slope != 0.0 && n_parent != 0) {
+    const double q = node.value_sum / parent;
+    const double excess = std::abs(q) - params_.moves_left_threshold;
+    if (excess > 0.0) {
+      const double fraction = excess / (1.0 - params_.moves_left_threshold);
+      weight = q > 0.0 ? -fraction : fraction;
+      parent_m = node.moves_left_sum / parent;
+      utility = true;
+    }
+  }
   const Edge* edge = edges_.data() + node.edge_begin;
   int best_index = 0;
   double best_score = -std::numeric_limits<double>::infinity();
   for (int i = 0; i < node.num_edges; ++i) {
     if (skip_lost && edge[i].proof == 1) continue;
     const double n = edge[i].n;
-    const double score = (n != 0.0 ? edge[i].w / n : fpu) + k * edge[i].prior / (1.0 + n);
+    double score = (n != 0.0 ? edge[i].w / n : fpu) + k * edge[i].prior / (1.0 + n);
+    if (utility) score += child_utility(edge[i], weight, parent_m);
     if (score > best_score) {
       best_index = i;
       best_score = score;
     }
   }
   return best_index;
+}
+
+double SearchTree::child_utility(const Edge& edge, double weight, double parent_m) const {
+  if (edge.child < 0 || nodes_[edge.child].visits == 0) return 0.0;
+  const Node& child = nodes_[edge.child];
+  const double child_m = child.moves_left_sum / static_cast<double>(child.visits) + 1.0;
+  const double cap = params_.moves_left_cap;
+  return std::min(std::max(params_.moves_left_slope * (child_m - parent_m), -cap), cap) * weight;
 }
 
 bool SearchTree::simulate(LeafBatch& out) {
@@ -122,11 +145,11 @@ bool SearchTree::simulate(LeafBatch& out) {
   }
   const int size = static_cast<int>(path_.size());
   if (nodes_[node].terminal) {
-    backup(path_.data(), size, node, nodes_[node].terminal_value);
+    backup(path_.data(), size, node, terminal_outcome(nodes_[node].terminal_value));
     return false;
   }
   if (nodes_[node].proof != PROOF_NONE) {  // proven by the solver: its exact value
-    backup(path_.data(), size, node, static_cast<double>(nodes_[node].proof));
+    backup(path_.data(), size, node, proof_outcome(nodes_[node]));
     return false;
   }
   if (nodes_[node].pending) {
@@ -138,18 +161,17 @@ bool SearchTree::simulate(LeafBatch& out) {
   return reach_leaf(node, path_.data(), size, out);
 }
 
-void SearchTree::backup(const PathStep* path, int path_size, int leaf, double value, bool proven) {
-  nodes_[leaf].visits += 1;
-  nodes_[leaf].value_sum += value;
+void SearchTree::backup(const PathStep* path, int path_size, int leaf, Outcome outcome, bool proven) {
+  add_visit(nodes_[leaf], outcome);
   const double vloss = params_.virtual_loss;
   for (int i = path_size - 1; i >= 0; --i) {
-    value = -value;
+    outcome.value = -outcome.value;
+    outcome.moves_left += 1.0;
     Node& node = nodes_[path[i].node];
     Edge& edge = edges_[node.edge_begin + path[i].edge];
     edge.n += 1.0 - vloss;
-    edge.w += value + vloss;
-    node.visits += 1;
-    node.value_sum += value;
+    edge.w += outcome.value + vloss;
+    add_visit(node, outcome);
   }
   if (path_size) ++done_;
   if (!proven) return;
@@ -250,6 +272,8 @@ RootStats SearchTree::result() const {
   }
   stats.best = best;
   stats.root_value = root.visits ? root.value_sum / static_cast<double>(root.visits) : 0.0;
+  stats.root_draw = root.visits ? root.draw_sum / static_cast<double>(root.visits) : 0.0;
+  stats.root_moves_left = root.visits ? root.moves_left_sum / static_cast<double>(root.visits) : 0.0;
   return stats;
 }
 

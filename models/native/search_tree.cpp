@@ -267,7 +267,7 @@ bool SearchTree::reach_leaf(int node_id, const PathStep* path, int path_size, Le
       node.proof = static_cast<std::int8_t>(node.terminal_value);
       node.proof_plies = 0;
     }
-    backup(path, path_size, node_id, node.terminal_value, params_.solver);
+    backup(path, path_size, node_id, terminal_outcome(node.terminal_value), params_.solver);
     return false;
   }
   set_moves(node_id, moves, count);
@@ -279,13 +279,13 @@ bool SearchTree::reach_leaf(int node_id, const PathStep* path, int path_size, Le
     node.raw_value = cached->value;
     // find_mates may add nodes: `node` is stale from here.
     const bool proven = find_mates(node_id, path, path_size);
-    const double backed = proven ? static_cast<double>(nodes_[node_id].proof) : cached->value;
+    const Outcome outcome =
+        proven ? proof_outcome(nodes_[node_id]) : Outcome{cached->value, cached->draw, cached->moves_left};
     if (node_id == root_) {
-      nodes_[node_id].visits += 1;
-      nodes_[node_id].value_sum += backed;
+      add_visit(nodes_[node_id], outcome);
       prepare_root();
     } else {
-      backup(path, path_size, node_id, backed, proven);
+      backup(path, path_size, node_id, outcome, proven);
     }
     return false;
   }
@@ -329,7 +329,8 @@ void SearchTree::write_leaf(int node_id, const PathStep* path, int path_size, Le
   ++out.leaves;
 }
 
-void SearchTree::validate(const float* logits, long long num_logits, const float* values, long long num_values) const {
+void SearchTree::validate(const float* logits, long long num_logits, const float* values, long long num_values,
+                          const float* aux) const {
   if (num_values != static_cast<long long>(pending_.size()) || num_logits != pending_moves_) {
     throw ChessError("evaluator returned " + std::to_string(num_logits) + " logits and " + std::to_string(num_values) +
                      " values for " + std::to_string(pending_moves_) + " moves of " + std::to_string(pending_.size()) +
@@ -349,10 +350,20 @@ void SearchTree::validate(const float* logits, long long num_logits, const float
       throw ChessError("evaluator returned a value " + std::to_string(value) + " outside [-1, 1] for " +
                        node.board.fen());
     }
+    if (!aux) continue;
+    const double draw = static_cast<double>(aux[2 * i]), moves_left = static_cast<double>(aux[2 * i + 1]);
+    if (!(0.0 - 1e-6 <= draw && draw <= 1.0 + 1e-6)) {  // false for NaN
+      throw ChessError("evaluator returned a draw probability " + std::to_string(draw) + " outside [0, 1] for " +
+                       node.board.fen());
+    }
+    if (!(std::isfinite(moves_left) && moves_left >= 0.0)) {
+      throw ChessError("evaluator returned moves_left " + std::to_string(moves_left) + " (not finite and >= 0) for " +
+                       node.board.fen());
+    }
   }
 }
 
-void SearchTree::deliver(const float* logits, const float* values) {
+void SearchTree::deliver(const float* logits, const float* values, const float* aux) {
   std::vector<double> priors;
   for (std::size_t i = 0; i < pending_.size(); ++i) {
     const Pending& p = pending_[i];
@@ -361,6 +372,8 @@ void SearchTree::deliver(const float* logits, const float* values) {
     priors.resize(count);
     softmax(logits + p.moves_begin, count, priors.data());
     const double value = static_cast<double>(values[i]);
+    const double draw = aux ? static_cast<double>(aux[2 * i]) : 0.0;
+    const double moves_left = aux ? static_cast<double>(aux[2 * i + 1]) : 0.0;
     Node& node = nodes_[id];
     node.pending = false;
     Edge* edge = edges_.data() + node.edge_begin;
@@ -370,6 +383,8 @@ void SearchTree::deliver(const float* logits, const float* values) {
       for (int j = 0; j < count; ++j) entry->moves[j] = edge[j].move;
       entry->priors = priors;
       entry->value = value;
+      entry->draw = draw;
+      entry->moves_left = moves_left;
       if (deferred_cache_) {
         deferred_puts_.emplace_back(cache_key(node), std::move(entry));
       } else {
@@ -381,15 +396,14 @@ void SearchTree::deliver(const float* logits, const float* values) {
     node.raw_value = value;
     // find_mates may add nodes: `node` is stale from here.
     const bool proven = find_mates(id, pending_paths_.data() + p.path_begin, p.path_size);
-    const double backed = proven ? static_cast<double>(nodes_[id].proof) : value;
+    const Outcome outcome = proven ? proof_outcome(nodes_[id]) : Outcome{value, draw, moves_left};
     if (id == root_) {
       prepare_root();
-      nodes_[id].visits += 1;
-      nodes_[id].value_sum += backed;
+      add_visit(nodes_[id], outcome);
       continue;
     }
     --in_flight_;
-    backup(pending_paths_.data() + p.path_begin, p.path_size, id, backed, proven);
+    backup(pending_paths_.data() + p.path_begin, p.path_size, id, outcome, proven);
   }
   pending_.clear();
   pending_paths_.clear();

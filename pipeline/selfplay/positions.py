@@ -23,7 +23,8 @@ def game_positions(
     record: GameRecord | NativeGame, policy_map: PolicyMap, generation: int
 ) -> list[PositionRecord]:
     """The game's (s, pi, z) rows for a shard: pi is sparse over the visited
-    moves, in ascending policy index (the same rows from both backends).
+    moves, in ascending policy index (the same rows from both backends), with
+    the search root's draw probability and the game's length in plies.
 
     ``record`` may be a native game (:class:`NativeGameRecord`, or the
     driver's ``NativeGame`` itself): its arrays are read directly, and pi is
@@ -40,6 +41,7 @@ def game_positions(
     if not isinstance(record, GameRecord):
         return _native_positions(record, policy_map.name, generation)
     rows = []
+    game_plies = len(record.plies)
     for index, ply in enumerate(record.plies):
         visits = ply.visits
         total = int(visits.sum())
@@ -68,6 +70,8 @@ def game_positions(
                 generation=generation,
                 result=record.result,
                 termination=record.termination,
+                root_d=ply.root_draw,
+                game_plies=game_plies,
             )
         )
     return rows
@@ -78,7 +82,9 @@ def _native_positions(game: NativeGame, policy_encoding: str, generation: int) -
     rows = []
     offsets = game.policy_offsets
     targets = getattr(game, "policy_probs", None)  # the search's pi (Gumbel: the improved policy)
-    for ply in range(len(game.moves)):
+    root_d = getattr(game, "root_d", None)
+    game_plies = len(game.moves)
+    for ply in range(game_plies):
         span = slice(int(offsets[ply]), int(offsets[ply + 1]))
         indices = game.policy_index[span]
         visits = game.policy_visits[span]
@@ -103,6 +109,8 @@ def _native_positions(game: NativeGame, policy_encoding: str, generation: int) -
                 generation=generation,
                 result=game.result,
                 termination=game.termination,
+                root_d=0.0 if root_d is None else float(root_d[ply]),
+                game_plies=game_plies,
             )
         )
     return rows

@@ -166,6 +166,7 @@ class PythonSelfPlay:
                 move=move,
                 full_search=game.full_search,
                 policy=None if result.improved_policy is None else result.improved_policy.astype(np.float32),
+                root_draw=result.root_draw,
             )
         )
         if self._resigns(game, board.turn, result.root_value):

@@ -38,6 +38,7 @@ class PlyRecord:
         full_search: whether it was a full search (a training target).
         policy: the training target over ``moves`` when it is not the visit
             distribution (a Gumbel search's improved policy), else ``None``.
+        root_draw: the root's draw probability D (0 when the evaluator gave none).
     """
 
     fen: str
@@ -50,6 +51,7 @@ class PlyRecord:
     move: chess.Move
     full_search: bool
     policy: np.ndarray | None = None
+    root_draw: float = 0.0
 
 
 @dataclass
@@ -237,6 +239,7 @@ def native_plies(game: NativeGame, policy_encoding: str) -> list[PlyRecord]:
                 move=chess.Move.from_uci(uci),
                 full_search=bool(game.full_search[i]),
                 policy=policy,
+                root_draw=0.0 if game.root_d is None else float(game.root_d[i]),
             )
         )
     return plies

@@ -2,7 +2,11 @@
 
 A *shard* is one Parquet file ``<batch_id>.parquet`` holding the positions of
 a batch of self-play games, one row per searched position, with the columns of
-:data:`SHARD_SCHEMA` (schema metadata ``zerochess_shard_version = "1"``).
+:data:`SHARD_SCHEMA` (schema metadata ``zerochess_shard_version = "2"``).
+Version 2 added ``root_d`` (the search root's draw probability) and
+``game_plies`` (the game's length, for the moves-left target); shards of
+version 1 are still read, with ``root_d`` 0 and ``game_plies``
+:data:`UNKNOWN_PLIES` (:func:`upgrade_table`).
 
 Positions are stored as the encoder's compact inputs, not as planes: the
 (8, 14) ``uint64`` snapshot rows of ``PlaneHistory.snapshot()`` (896 bytes)
@@ -48,15 +52,20 @@ from pipeline.shards.schema import (
     HISTORY_BYTES,
     PROB_SUM_TOLERANCE,
     QUARANTINE_DIR,
+    READABLE_VERSIONS,
     RESULTS,
     SHARD_SCHEMA,
+    SHARD_SCHEMA_V1,
     SHARD_SUFFIX,
     SHARD_VERSION,
     SHARD_VERSION_KEY,
+    UNKNOWN_PLIES,
     ShardError,
     ShardNameError,
     ShardTableError,
     check_schema,
+    shard_version,
+    upgrade_table,
 )
 from pipeline.shards.decode import (
     decode_history,
@@ -93,11 +102,14 @@ __all__ = [
     "HISTORY_BYTES",
     "PROB_SUM_TOLERANCE",
     "QUARANTINE_DIR",
+    "READABLE_VERSIONS",
     "RESULTS",
     "SHARD_SCHEMA",
+    "SHARD_SCHEMA_V1",
     "SHARD_SUFFIX",
     "SHARD_VERSION",
     "SHARD_VERSION_KEY",
+    "UNKNOWN_PLIES",
     "PositionRecord",
     "ShardError",
     "ShardNameError",
@@ -118,8 +130,10 @@ __all__ = [
     "shard_name",
     "quarantine_shard",
     "shard_stats",
+    "shard_version",
     "table_from_columns",
     "table_to_records",
+    "upgrade_table",
     "validate_table",
     "write_shard",
 ]

@@ -19,6 +19,7 @@ from pipeline.shards.schema import (
     LE_U64,
     PROB_LIST,
     SHARD_SCHEMA,
+    UNKNOWN_PLIES,
     ShardTableError,
     first_true,
 )
@@ -30,7 +31,8 @@ from pipeline.shards.schema import (
 
 @dataclass(eq=False)
 class PositionRecord:
-    """One searched position: the row of a shard (see :data:`SHARD_SCHEMA`)."""
+    """One searched position: the row of a shard (see :data:`SHARD_SCHEMA`;
+    ``root_d`` 0 and ``game_plies`` :data:`UNKNOWN_PLIES` when not known)."""
 
     game_id: str
     ply: int
@@ -47,6 +49,8 @@ class PositionRecord:
     generation: int
     result: str
     termination: str
+    root_d: float = 0.0
+    game_plies: int = UNKNOWN_PLIES
 
 
 def _int_column(values: npt.ArrayLike, dtype: type[np.integer], column: str) -> pa.Array:
@@ -133,12 +137,21 @@ def table_from_columns(
     generation: npt.ArrayLike,
     result: Sequence[str],
     termination: Sequence[str],
+    root_d: npt.ArrayLike | None = None,
+    game_plies: npt.ArrayLike | None = None,
 ) -> pa.Table:
     """Builds a shard table from columns (history (B, 8, 14) uint64, meta (B, 7) uint8).
 
-    Checks shapes, dtypes and integer ranges (raising ShardTableError); the
-    content itself is checked by :func:`validate_table` (``write_shard`` does).
+    ``root_d`` defaults to 0 and ``game_plies`` to :data:`UNKNOWN_PLIES` for
+    every row.  Checks shapes, dtypes and integer ranges (raising
+    ShardTableError); the content itself is checked by :func:`validate_table`
+    (``write_shard`` does).
     """
+    rows = len(game_id)
+    if root_d is None:
+        root_d = np.zeros(rows, dtype=np.float32)
+    if game_plies is None:
+        game_plies = np.full(rows, UNKNOWN_PLIES, dtype=np.int64)
     index_list, prob_list = _policy_lists(policy_index, policy_prob)
     arrays = [
         pa.array(game_id, type=pa.string()),
@@ -156,6 +169,8 @@ def table_from_columns(
         _int_column(generation, np.int32, "generation"),
         pa.array(result, type=pa.string()),
         pa.array(termination, type=pa.string()),
+        pa.array(np.asarray(root_d, dtype=np.float32), type=pa.float32()),
+        _int_column(game_plies, np.int32, "game_plies"),
     ]
     lengths = {field.name: len(array) for field, array in zip(SHARD_SCHEMA, arrays, strict=True)}
     if len(set(lengths.values())) > 1:
@@ -185,6 +200,8 @@ def records_to_table(records: Sequence[PositionRecord]) -> pa.Table:
         generation=np.array([r.generation for r in records], dtype=np.int64),
         result=[r.result for r in records],
         termination=[r.termination for r in records],
+        root_d=np.array([r.root_d for r in records], dtype=np.float32),
+        game_plies=np.array([r.game_plies for r in records], dtype=np.int64),
     )
 
 

@@ -11,8 +11,14 @@ import pyarrow as pa
 
 from models.encoding import HISTORY_STEPS, META_SIZE, ROW_WIDTH
 
-SHARD_VERSION: Final = "1"
+SHARD_VERSION: Final = "2"
+"""The version written.  Version 2 added ``root_d`` and ``game_plies``; shards
+of version 1 are still read, the two columns filled by :func:`upgrade_table`."""
+READABLE_VERSIONS: Final = ("1", "2")
 SHARD_VERSION_KEY: Final = "zerochess_shard_version"
+UNKNOWN_PLIES: Final = -1
+"""``game_plies`` of a row whose game length is unknown (version 1 shards,
+positions taken from PGN games): training skips its moves-left target."""
 SHARD_SUFFIX: Final = ".parquet"
 QUARANTINE_DIR: Final = "quarantine"
 REASON_SUFFIX: Final = ".reason.txt"
@@ -63,10 +69,23 @@ SHARD_SCHEMA: Final = pa.schema(
         _field("generation", pa.int32()),
         _field("result", pa.string()),
         _field("termination", pa.string()),
+        _field("root_d", pa.float32()),
+        _field("game_plies", pa.int32()),
     ],
     metadata={SHARD_VERSION_KEY: SHARD_VERSION},
 )
-"""Arrow schema of a shard; all columns are required (not null)."""
+"""Arrow schema of a shard; all columns are required (not null).  ``root_d``:
+the search root's draw probability D (0 when the evaluator gave none);
+``game_plies``: the plies of the game the row belongs to, from its recorded
+start (:data:`UNKNOWN_PLIES` when unknown), so ``game_plies - ply`` is the
+plies left to its end."""
+
+V2_COLUMNS: Final = ("root_d", "game_plies")
+"""The columns version 2 added at the end of the schema."""
+SHARD_SCHEMA_V1: Final = pa.schema(
+    [field for field in SHARD_SCHEMA if field.name not in V2_COLUMNS], metadata={SHARD_VERSION_KEY: "1"}
+)
+"""Arrow schema of a version 1 shard."""
 
 
 # ---------------------------------------------------------------------------
@@ -154,13 +173,17 @@ def _same_type(actual: pa.DataType, expected: pa.DataType) -> bool:
 
 
 def check_schema(schema: pa.Schema, *, require_version: bool = True) -> None:
-    """Raises ShardTableError unless ``schema`` matches :data:`SHARD_SCHEMA` exactly.
+    """Raises ShardTableError unless ``schema`` matches the schema of its
+    version exactly: :data:`SHARD_SCHEMA`, or :data:`SHARD_SCHEMA_V1` for a
+    version 1 shard (without ``require_version``: :data:`SHARD_SCHEMA`).
 
-    Compares column names (missing, extra, duplicated), order, types and
-    nullability explicitly, then the ``zerochess_shard_version`` metadata
-    (unless ``require_version`` is False).
+    Checks the ``zerochess_shard_version`` metadata (unless ``require_version``
+    is False), then compares column names (missing, extra, duplicated),
+    order, types and nullability explicitly.
     """
-    expected_names = SHARD_SCHEMA.names
+    version = shard_version(schema) if require_version else SHARD_VERSION
+    expected_schema = SHARD_SCHEMA_V1 if version == "1" else SHARD_SCHEMA
+    expected_names = expected_schema.names
     names = schema.names
     for name in expected_names:
         if name not in names:
@@ -174,26 +197,44 @@ def check_schema(schema: pa.Schema, *, require_version: bool = True) -> None:
         if name != expected:
             raise ShardTableError(name, f"column order differs: position {position} "
                                         f"should be {expected!r}", value=names)
-    for field, expected in zip(schema, SHARD_SCHEMA, strict=True):
+    for field, expected in zip(schema, expected_schema, strict=True):
         if not _same_type(field.type, expected.type):
             raise ShardTableError(field.name, f"wrong type, expected {expected.type}",
                                   value=str(field.type))
         if field.nullable != expected.nullable:
             raise ShardTableError(field.name, "column must be declared not null")
-    if require_version:
-        _check_version(schema)
 
 
-def _check_version(schema: pa.Schema) -> None:
-    """Raises ShardTableError unless the schema metadata holds the supported shard version."""
+def shard_version(schema: pa.Schema) -> str:
+    """The shard version in the schema metadata; ShardTableError unless it is
+    one of :data:`READABLE_VERSIONS`."""
     metadata = schema.metadata or {}
     version = metadata.get(SHARD_VERSION_KEY.encode())
     if version is None:
         raise ShardTableError(SHARD_VERSION_KEY, "schema metadata key missing")
-    if version != SHARD_VERSION.encode():
+    text = version.decode(errors="replace")
+    if text not in READABLE_VERSIONS:
         raise ShardTableError(SHARD_VERSION_KEY, f"unsupported shard version, "
-                                                 f"expected {SHARD_VERSION!r}",
-                              value=version.decode(errors="replace"))
+                                                 f"expected one of {', '.join(READABLE_VERSIONS)}",
+                              value=text)
+    return text
+
+
+def upgrade_table(table: pa.Table, version: str) -> pa.Table:
+    """A table of shard version ``version`` as the current version: a version 1
+    table gains ``root_d`` = 0 (no draw probability was stored) and
+    ``game_plies`` = :data:`UNKNOWN_PLIES`; columns already there are kept.
+    The result carries :data:`SHARD_SCHEMA`'s metadata."""
+    if version == "1":
+        rows = table.num_rows
+        defaults = {
+            "root_d": pa.array(np.zeros(rows, dtype=np.float32), type=pa.float32()),
+            "game_plies": pa.array(np.full(rows, UNKNOWN_PLIES, dtype=np.int32), type=pa.int32()),
+        }
+        for name, column in defaults.items():
+            if name not in table.column_names:
+                table = table.append_column(SHARD_SCHEMA.field(name), column)
+    return table.replace_schema_metadata(SHARD_SCHEMA.metadata)
 
 
 def first_true(mask: np.ndarray) -> int | None:

@@ -28,6 +28,8 @@ from pipeline.shards.schema import (
     ShardNameError,
     ShardTableError,
     check_schema,
+    shard_version,
+    upgrade_table,
 )
 from pipeline.shards.validation import validate_table
 
@@ -186,13 +188,14 @@ def _parse(data: pa.Buffer, shown: str) -> pa.Table:
             from exc
     try:
         check_schema(schema)
+        version = shard_version(schema)
     except ShardTableError as exc:
         raise ShardError(shown, str(exc), column=exc.column) from exc
     try:
         table = parquet.read(use_threads=False)
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise ShardError(shown, f"corrupt Parquet data ({type(exc).__name__}: {exc})") from exc
-    return table.replace_schema_metadata(SHARD_SCHEMA.metadata)
+    return upgrade_table(table, version)  # an older version as the current one
 
 
 def read_validated(source: Location, check_legality: bool) -> pa.Table:

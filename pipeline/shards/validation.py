@@ -30,6 +30,7 @@ from pipeline.shards.schema import (
     PROB_SUM_TOLERANCE,
     RESULTS,
     SHARD_SCHEMA,
+    UNKNOWN_PLIES,
     WHITE_SCORE,
     ShardTableError,
     check_schema,
@@ -96,7 +97,8 @@ def _check_policy_indices(table: pa.Table, rows: np.ndarray, index: np.ndarray) 
 
 
 def _check_scalars(table: pa.Table) -> None:
-    """z in {-1, 0, 1}, known result, non-negative counters, finite root_q."""
+    """z in {-1, 0, 1}, known result, non-negative counters, finite root_q,
+    root_d in [0, 1], game_plies beyond the row's ply (or unknown, -1)."""
     z = table.column("z").to_numpy()
     checks: list[tuple[str, np.ndarray, np.ndarray, str]] = [
         ("z", z, ~np.isin(z, (-1, 0, 1)), "z must be -1, 0 or 1"),
@@ -106,6 +108,12 @@ def _check_scalars(table: pa.Table) -> None:
         checks.append((name, values, values < 0, "must be >= 0"))
     root_q = table.column("root_q").to_numpy()
     checks.append(("root_q", root_q, ~np.isfinite(root_q), "must be finite"))
+    root_d = table.column("root_d").to_numpy()
+    checks.append(("root_d", root_d, ~((root_d >= 0) & (root_d <= 1)), "must be in [0, 1]"))
+    game_plies, ply = table.column("game_plies").to_numpy(), table.column("ply").to_numpy()
+    unknown = game_plies == UNKNOWN_PLIES
+    checks.append(("game_plies", game_plies, ~unknown & (game_plies <= ply),
+                   f"must exceed the row's ply (or be {UNKNOWN_PLIES}: unknown)"))
     for name, values, bad, reason in checks:
         row = first_true(bad)
         if row is not None:
@@ -430,7 +438,8 @@ def validate_table(table: pa.Table, *, check_legality: bool = True) -> None:
 
     Checks: schema; no nulls; pi lists of equal length, finite, >= 0, summing
     to 1 within 1e-4, indices in range and unique; z in {-1, 0, 1} and equal
-    to the result from the side to move; FEN parses and is valid; meta and the
+    to the result from the side to move; root_d in [0, 1]; game_plies above
+    the ply or unknown (-1); FEN parses and is valid; meta and the
     step-0 history bitboards match the FEN; with ``check_legality`` every
     index with mass is a legal move (the slow part: ~legal-move generation per
     distinct position).

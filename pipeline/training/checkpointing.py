@@ -22,6 +22,7 @@ import torch
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
 from models.net import AlphaZeroNet, ArchitectureMismatchError, NetConfig, NetStateError
+from models.net_heads import head_mismatches
 from pipeline.atomic import atomic_write
 from pipeline.checkpoint import CheckpointError
 from pipeline.training.module import net_from_checkpoint
@@ -101,10 +102,8 @@ def check_checkpoint_net(path: str | os.PathLike[str], net_config: NetConfig) ->
         for name, tensor in saved.state_dict().items()
         if name in model and tensor.shape != model[name].shape
     ]
-    if saved.config.value_head != net_config.value_head:
-        stored, wanted = saved.config.value_head, net_config.value_head
-        head = f"value_head: checkpoint {stored!r} vs model {wanted!r}"
-        problems = [head] + [line for line in problems if not line.startswith("value_head.fc2.")]
+    # A different value head or moves-left head is one line naming the key.
+    problems = head_mismatches(problems, saved.state_dict(), net_config.value_head, net_config.moves_left)
     source = f"{os.fspath(path)} (checkpoint net {saved.config.to_dict()}, params net {net_config.to_dict()})"
     raise ArchitectureMismatchError(problems or ["configs differ with equal shapes"], source)
 

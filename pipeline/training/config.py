@@ -43,6 +43,8 @@ class TrainConfig:
             applied as the optimizer's ``weight_decay`` (2c on the same
             weights; decoupled for AdamW).  ``loss/l2`` logs c * ||theta||^2 either way.
         value_weight: weight of the value MSE in the loss (AlphaZero: 1).
+        moves_left_weight: weight of the moves-left term (a Huber loss on
+            plies left / 20) for a net with a moves-left head (``net.moves_left``).
         value_target: what the value head learns: ``z`` the game outcome
             (AlphaZero), ``q`` the stored root q of the search (or
             Stockfish's value of a labelled position), ``mix``
@@ -102,6 +104,7 @@ class TrainConfig:
     l2: float = 1e-4
     l2_mode: str = "loss"
     value_weight: float = 1.0
+    moves_left_weight: float = 1.0
     value_target: str = "z"
     q_ratio: float = 0.5
     soft_policy_weight: float = 0.0
@@ -126,7 +129,8 @@ class TrainConfig:
         check_at_least("train", self, ("batch_size", "max_steps", "window_positions", "shuffle_buffer",
                                        "checkpoint_every", "log_every"), 1)  # fmt: skip
         check_at_least("train", self, ("lr_step_size", "loader_workers", "devices", "threads", "seed", "l2",
-                                       "value_weight", "window_growth", "soft_policy_weight"), 0)  # fmt: skip
+                                       "value_weight", "moves_left_weight", "window_growth", "soft_policy_weight"),
+                                      0)  # fmt: skip
         require("train.learning_rate", self.learning_rate, self.learning_rate > 0, "> 0")
         require("train.momentum", self.momentum, 0 <= self.momentum < 1, "in [0, 1)")
         require("train.lr_decay", self.lr_decay, 0 < self.lr_decay <= 1, "in (0, 1]")

@@ -169,7 +169,7 @@ class ContinuousTrainer:
             net = self.config.net
             spec = StreamSpec(window.pieces, train.batch_size, train.shuffle_buffer,
                               train.seed + self.window_start, 0, net.policy_encoding,
-                              train.value_target, train.q_ratio, net.value_head)  # fmt: skip
+                              train.value_target, train.q_ratio, net.value_head, net.moves_left)  # fmt: skip
             self.stream = batch_stream(spec, skip=self.step - self.window_start)
             self.stream_at = self.step
         return self.stream
@@ -236,6 +236,8 @@ class ContinuousTrainer:
                   "loss/total": terms.total}  # fmt: skip
         if self.config.train.soft_policy_weight > 0:
             values["loss/soft_policy"] = terms.soft_policy
+        if self.module.net.config.moves_left:
+            values["loss/moves_left"] = terms.moves_left
         out = {key: float(value.detach()) for key, value in values.items()}
         return {key: value for key, value in out.items() if math.isfinite(value)}
 

@@ -41,9 +41,21 @@ import pyarrow.parquet as pq
 import torch
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
-from pipeline.shards import decode_planes, decode_targets, select_training_rows
+from pipeline.shards import (
+    decode_planes,
+    decode_targets,
+    select_training_rows,
+    shard_version,
+    upgrade_table,
+)
 from pipeline.training.config import TrainConfig
-from pipeline.training.targets import Q_COLUMNS, value_targets, wdl_targets
+from pipeline.training.targets import (
+    MOVES_LEFT_COLUMNS,
+    Q_COLUMNS,
+    moves_left_targets,
+    value_targets,
+    wdl_targets,
+)
 from pipeline.training.window import Piece, TrainDataError, Window, build_window
 
 __all__ = [
@@ -67,12 +79,16 @@ TRAINING_COLUMNS = (
     "z",
     "full_search",
     *Q_COLUMNS,
+    *MOVES_LEFT_COLUMNS,
 )
-"""The shard columns training reads."""
+"""The shard columns training reads (a version 1 shard lacks ``root_d`` and
+``game_plies``: :func:`pipeline.shards.upgrade_table` fills them)."""
 
-Batch = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+Batch = tuple[torch.Tensor, ...]
 """(planes ``[B, 119, 8, 8]`` uint8, pi ``[B, P]`` float32, value target float32:
-``[B]`` for a scalar value head, ``[B, 3]`` (win, draw, loss) for a WDL head)."""
+``[B]`` for a scalar value head, ``[B, 3]`` (win, draw, loss) for a WDL head),
+and for a net with a moves-left head the plies left ``[B]`` float32 (-1:
+unknown)."""
 
 _ASSIGN_STREAM = 0x5EED
 
@@ -112,6 +128,8 @@ class StreamSpec:
         q_ratio: the weight of q in a ``mix`` target.
         value_head: the network's value head: ``scalar`` (targets ``[B]``) or
             ``wdl`` (targets ``[B, 3]``, :func:`~pipeline.training.targets.wdl_targets`).
+        moves_left: the network has a moves-left head: batches carry the
+            plies left (:func:`~pipeline.training.targets.moves_left_targets`).
     """
 
     pieces: tuple[Piece, ...]
@@ -123,6 +141,7 @@ class StreamSpec:
     value_target: str = "z"
     q_ratio: float = 0.5
     value_head: str = "scalar"
+    moves_left: bool = False
 
     @property
     def positions(self) -> int:
@@ -180,8 +199,9 @@ def batch_stream(spec: StreamSpec, skip: int = 0) -> Iterator[Batch]:
                 rows_of_batch = order[index * spec.batch_size : (index + 1) * spec.batch_size]
                 batch = table.take(pa.array(rows_of_batch))
                 yield decode_batch(
-                    batch, spec.policy_encoding, spec.value_target, spec.q_ratio, spec.value_head
-                )
+                    batch, spec.policy_encoding, spec.value_target, spec.q_ratio, spec.value_head,
+                    spec.moves_left,
+                )  # fmt: skip
             skip = 0
         epoch += 1
 
@@ -198,12 +218,14 @@ def load_piece(piece: Piece) -> pa.Table:
     Raises:
         TrainDataError: the shard's row counts differ from the window's.
     """
+    schema = pq.read_schema(piece.path)
     table = pq.read_table(
         piece.path,
-        columns=list(TRAINING_COLUMNS),
+        columns=[name for name in TRAINING_COLUMNS if name in schema.names],
         page_checksum_verification=True,
         use_threads=False,
     )
+    table = upgrade_table(table, shard_version(schema))
     training = select_training_rows(table)
     if table.num_rows != piece.num_rows or training.num_rows != piece.training_rows:
         raise TrainDataError(
@@ -219,14 +241,19 @@ def decode_batch(
     value_target: str = "z",
     q_ratio: float = 0.5,
     value_head: str = "scalar",
+    moves_left: bool = False,
 ) -> Batch:
-    """(planes uint8, dense pi, value target) tensors of a table of training rows
-    (the target of a ``wdl`` value head is a (win, draw, loss) distribution)."""
+    """(planes uint8, dense pi, value target[, plies left]) tensors of a table
+    of training rows (the target of a ``wdl`` value head is a (win, draw,
+    loss) distribution; the plies left come with ``moves_left``)."""
     planes = decode_planes(table)
     pi, z = decode_targets(table, policy_encoding)
     targets = wdl_targets if value_head == "wdl" else value_targets
     target = targets(table, z, value_target, q_ratio)
-    return torch.from_numpy(planes), torch.from_numpy(pi), torch.from_numpy(target)
+    batch = (torch.from_numpy(planes), torch.from_numpy(pi), torch.from_numpy(target))
+    if moves_left:
+        return (*batch, torch.from_numpy(moves_left_targets(table)))
+    return batch
 
 
 class WindowDataset(IterableDataset):
@@ -242,6 +269,7 @@ class WindowDataset(IterableDataset):
         world_size: DDP processes.
         start_batch: batches this rank's loader already handed out (resume).
         value_head: the network's value head (``scalar`` or ``wdl``).
+        moves_left: the network has a moves-left head (batches carry its target).
     """
 
     def __init__(
@@ -253,6 +281,7 @@ class WindowDataset(IterableDataset):
         world_size: int = 1,
         start_batch: int = 0,
         value_head: str = "scalar",
+        moves_left: bool = False,
     ) -> None:
         super().__init__()
         self.window = window
@@ -262,6 +291,7 @@ class WindowDataset(IterableDataset):
         self.world_size = world_size
         self.start_batch = start_batch
         self.value_head = value_head
+        self.moves_left = moves_left
 
     def spec(self, worker: int, workers: int) -> StreamSpec:
         """The stream of worker ``worker`` of ``workers`` on this rank."""
@@ -278,6 +308,7 @@ class WindowDataset(IterableDataset):
             self.config.value_target,
             self.config.q_ratio,
             self.value_head,
+            self.moves_left,
         )
 
     def __iter__(self) -> Iterator[Batch]:
@@ -305,6 +336,7 @@ class ShardDataModule(pl.LightningDataModule):
         reuse_window: keep an existing ``window_path`` (resume).
         pin_memory: pin batches for CUDA.
         value_head: the network's value head (``scalar`` or ``wdl``).
+        moves_left: the network has a moves-left head (batches carry its target).
     """
 
     def __init__(
@@ -316,6 +348,7 @@ class ShardDataModule(pl.LightningDataModule):
         reuse_window: bool = False,
         pin_memory: bool = False,
         value_head: str = "scalar",
+        moves_left: bool = False,
     ) -> None:
         super().__init__()
         self.data_dir = os.fspath(data_dir)
@@ -325,6 +358,7 @@ class ShardDataModule(pl.LightningDataModule):
         self.reuse_window = reuse_window
         self.pin_memory = pin_memory
         self.value_head = value_head
+        self.moves_left = moves_left
         self.window: Window | None = None
         self.start_batch = 0
         self.prepare_data_per_node = False  # one process in the whole job builds the window
@@ -379,6 +413,7 @@ class ShardDataModule(pl.LightningDataModule):
             self._world_size(),
             self.start_batch,
             self.value_head,
+            self.moves_left,
         )
         workers = self.config.loader_workers
         return DataLoader(

@@ -9,6 +9,11 @@ A win/draw/loss value head replaces ``(z - v)^2`` by the cross-entropy of its
 three logits against a (win, draw, loss) target distribution
 (:func:`pipeline.training.targets.wdl_targets`); it is still the ``value``
 term, logged under the same name.
+
+A moves-left head adds lc0's moves-left term: the Huber loss (delta 1) of its
+plies left against the game's, both divided by
+:data:`~models.net_heads.MOVES_LEFT_SCALE` (20 plies), over the rows whose
+game length is known, weighted by ``train.moves_left_weight``.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from models.net_heads import MOVES_LEFT_SCALE
 
 __all__ = ["LossTerms", "decayed_weights", "l2_penalty", "loss_terms", "split_decay_groups"]
 
@@ -42,6 +49,8 @@ class LossTerms:
         soft_policy: KataGo's auxiliary soft-policy cross-entropy: the
             soft-policy logits against ``pi ** (1/4)`` renormalised (0 without
             that output).  ``total`` adds it with its weight.
+        moves_left: the moves-left term (0 without a moves-left head or rows
+            of known game length), unweighted.
         policy_top1: share of positions whose highest logit is argmax pi.
         value_sign_accuracy: share of decisive positions (z != 0) where
             sign(v) == z; NaN when the batch has none.  For a WDL target, z
@@ -56,6 +65,7 @@ class LossTerms:
     policy_top1: torch.Tensor
     value_sign_accuracy: torch.Tensor
     soft_policy: torch.Tensor
+    moves_left: torch.Tensor | None = None
 
 
 SOFT_POLICY_POWER = 0.25
@@ -89,6 +99,17 @@ def l2_penalty(weights: Iterable[torch.Tensor], coefficient: float) -> torch.Ten
     return coefficient * torch.stack(squares).sum()
 
 
+def moves_left_loss(predicted: torch.Tensor, plies_left: torch.Tensor) -> torch.Tensor:
+    """Huber loss (delta 1) of predicted against target plies left ``[B]``,
+    both divided by :data:`MOVES_LEFT_SCALE`, averaged over the rows whose
+    target is known (>= 0); 0 when none is."""
+    known = plies_left >= 0
+    if not bool(known.any()):
+        return predicted.sum() * 0.0  # keeps the graph (and DDP's gradients) connected
+    scaled = predicted.float()[known] / MOVES_LEFT_SCALE
+    return F.huber_loss(scaled, plies_left.float()[known] / MOVES_LEFT_SCALE, delta=1.0)
+
+
 def loss_terms(
     logits: torch.Tensor,
     value: torch.Tensor,
@@ -102,6 +123,9 @@ def loss_terms(
     wdl_logits: torch.Tensor | None = None,
     soft_logits: torch.Tensor | None = None,
     soft_weight: float = 0.0,
+    moves_left: torch.Tensor | None = None,
+    plies_left: torch.Tensor | None = None,
+    moves_left_weight: float = 1.0,
 ) -> LossTerms:
     """The loss terms and metrics of a batch.
 
@@ -123,6 +147,10 @@ def loss_terms(
         soft_logits: the soft-policy logits ``[B, P]`` (``None`` without that
             output); their cross-entropy against :func:`soft_policy_target`
             is added to the loss with ``soft_weight``.
+        moves_left: the moves-left head's plies left ``[B]`` (``None``
+            without the head).
+        plies_left: their targets ``[B]`` (-1: unknown), with ``moves_left``.
+        moves_left_weight: weight of the moves-left term.
 
     Raises:
         ValueError: ``z``'s shape does not fit the head (``[B]`` scalar, ``[B, 3]`` WDL).
@@ -150,6 +178,12 @@ def loss_terms(
     if soft_logits is not None:
         soft = -(soft_policy_target(pi) * F.log_softmax(soft_logits.float(), dim=1)).sum(dim=1).mean()
     data_loss = policy + value_weight * value_mse + soft_weight * soft
+    moves_left_term = None
+    if moves_left is not None:
+        if plies_left is None or plies_left.shape != moves_left.shape:
+            raise ValueError("a moves-left head needs plies-left targets [B]")
+        moves_left_term = moves_left_loss(moves_left, plies_left.to(moves_left.device))
+        data_loss = data_loss + moves_left_weight * moves_left_term
     with torch.no_grad():
         top1 = (logits.argmax(dim=1) == pi.argmax(dim=1)).float().mean()
         decisive = z != 0
@@ -164,4 +198,5 @@ def loss_terms(
         policy_top1=top1,
         value_sign_accuracy=sign_accuracy,
         soft_policy=soft,
+        moves_left=moves_left_term,
     )

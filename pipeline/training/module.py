@@ -9,7 +9,8 @@ dict keys are ``net.<name>``), computes the AlphaZero loss term by term
 out when a batch has none), the value term being the cross-entropy of the
 win/draw/loss logits for a WDL value head (``net.value_head: wdl``; same names), ``lr`` and ``throughput/samples_per_s``
 (positions per second over the steps since the previous log, data loading
-included, all devices).
+included, all devices), and ``loss/moves_left`` for a net with a moves-left
+head (``net.moves_left``).
 
 Every checkpoint carries the network's :class:`~models.net.NetConfig` under
 ``"net_config"`` (and the format key under ``"net_format"``), so a net can be
@@ -69,7 +70,8 @@ class AlphaZeroModule(pl.LightningModule):
 
     def losses(self, batch: Batch) -> LossTerms:
         """The loss terms of ``batch`` with the current weights."""
-        planes, pi, z = batch
+        planes, pi, z = batch[:3]
+        plies_left = batch[3] if len(batch) > 3 else None
         output = self.net.forward_heads(planes)
         return loss_terms(
             output.policy_logits,
@@ -83,6 +85,9 @@ class AlphaZeroModule(pl.LightningModule):
             wdl_logits=output.wdl_logits,
             soft_logits=output.soft_policy_logits if self.config.soft_policy_weight > 0 else None,
             soft_weight=self.config.soft_policy_weight,
+            moves_left=output.moves_left,
+            plies_left=plies_left,
+            moves_left_weight=self.config.moves_left_weight,
         )
 
     def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
@@ -96,6 +101,7 @@ class AlphaZeroModule(pl.LightningModule):
             "loss/total": terms.total.detach(),
             "metrics/policy_top1": terms.policy_top1,
             **({"loss/soft_policy": terms.soft_policy.detach()} if self.config.soft_policy_weight > 0 else {}),
+            **({"loss/moves_left": terms.moves_left.detach()} if terms.moves_left is not None else {}),
             "lr": torch.tensor(self.optimizers().param_groups[0]["lr"]),  # type: ignore[union-attr]
         }
         # Only on logged steps: float() waits for the device.

@@ -170,6 +170,7 @@ def train(
         reuse_window=resume,
         pin_memory=accelerator == "gpu",
         value_head=config.net.value_head,
+        moves_left=config.net.moves_left,
     )
     logger, uri = _logger(config, paths, resume, tracking_uri)
     show_progress = _show_progress() if progress_bar is None else progress_bar

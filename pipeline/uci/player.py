@@ -334,13 +334,13 @@ class NetPlayer:
         board = tree.board
         if not self.config.uses_native(self.evaluator):
             history = tree.history_snapshot() if self.evaluator.needs_planes else None
-            priors, value = self.evaluator.evaluate([Leaf(board.copy(stack=False), moves, history)])[0]
+            priors, value = self.evaluator.evaluate([Leaf(board.copy(stack=False), moves, history)])[0][:2]
             return np.asarray(priors, dtype=np.float64), float(value)
         planes = encoding.encode_snapshots(tree.history_snapshot()[None], encoding.board_meta(board)[None])
         indices = get_policy_map(policy_encoding(self.evaluator)).indices(board, moves).astype(np.int64)
         logits, values = self.evaluator.evaluate_batch(  # type: ignore[attr-defined]
             planes, np.zeros(len(moves), dtype=np.int64), indices
-        )
+        )[:2]  # aux, when the net gives it, is not needed here
         logits = np.asarray(logits, dtype=np.float64)
         priors = np.exp(logits - logits.max())
         return priors / priors.sum(), float(np.asarray(values)[0])

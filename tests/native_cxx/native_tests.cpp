@@ -124,7 +124,8 @@ std::uint64_t splitmix(std::uint64_t x) {
 // Deterministic: each leaf's value and each move's logit are hashes of the
 // leaf's planes (and the move's policy index).
 struct FakeEvaluator {
-  std::vector<float> logits, values;
+  bool with_aux = false;  // D = 0.25, M = 5 for every leaf
+  std::vector<float> logits, values, aux;
   std::vector<std::uint8_t> planes;
   long long calls = 0;
   Evaluation operator()(const LeafBatch& batch, const PlanesWriter& write_planes) {
@@ -145,7 +146,9 @@ struct FakeEvaluator {
       const std::uint64_t h = splitmix(hashes[batch.rows[j]] ^ static_cast<std::uint64_t>(batch.indices[j] + 1));
       logits[j] = static_cast<float>((h % 1001) / 1000.0 * 6.0 - 3.0);
     }
-    return Evaluation{logits.data(), values.data()};
+    aux.clear();
+    for (int leaf = 0; with_aux && leaf < batch.leaves; ++leaf) aux.insert(aux.end(), {0.25f, 5.0f});
+    return Evaluation{logits.data(), values.data(), with_aux ? aux.data() : nullptr};
   }
 };
 
@@ -211,6 +214,30 @@ TEST(run_searches_smoke) {
       CHECK(trees[i]->result().child_w == again[i]->result().child_w);
     }
   }
+}
+
+TEST(run_searches_with_aux_outputs) {
+  // D and M leave the visits alone until the moves-left utility is on; the
+  // root's D is the leaves' (no mate in the opening), its M at least theirs.
+  SearchParams params = smoke_params(false);
+  auto plain = smoke_trees(params);
+  auto with_aux = smoke_trees(params);
+  FakeEvaluator fake, fake_aux;
+  fake_aux.with_aux = true;
+  run_searches(pointers(plain), [&](const LeafBatch& b, const PlanesWriter& w) { return fake(b, w); });
+  run_searches(pointers(with_aux), [&](const LeafBatch& b, const PlanesWriter& w) { return fake_aux(b, w); });
+  const RootStats opening = with_aux[0]->result();
+  CHECK(opening.child_n == plain[0]->result().child_n);
+  CHECK(std::fabs(opening.root_draw - 0.25) < 1e-12);
+  CHECK(opening.root_moves_left > 5.0);
+  CHECK_EQ(plain[0]->result().root_draw, 0.0);
+  params.moves_left_threshold = 0.0;
+  params.moves_left_slope = 0.05;
+  auto steered = smoke_trees(params);
+  FakeEvaluator fake_steered;
+  fake_steered.with_aux = true;
+  run_searches(pointers(steered), [&](const LeafBatch& b, const PlanesWriter& w) { return fake_steered(b, w); });
+  CHECK(steered[0]->result().child_n != opening.child_n);
 }
 
 TEST(run_searches_stops_and_forgets_on_errors) {

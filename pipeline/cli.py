@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "selfplay": ("selfplay", "play self-play games on Ray actors and write (s, pi, z) Parquet shards"),
     "evaluate": ("evaluate", "play a match or round-robin between players (net, stockfish, uct, random) on Ray"),
     "gate": ("gate", "play a candidate net against the best and a Stockfish ladder; promote on SPRT evidence"),
+    "rate": ("rate", "rate a net on Stockfish's UCI_Elo scale: Stockfish levels by bisection, one rating and its interval"),
     "train": ("train", "train the network on a window of shards (Lightning), log to MLflow, export net.pt"),
     "pgn2shards": ("pgn2shards", "convert PGN games (plain, .gz, .bz2, .zst) into train/held-out shards"),
     "label": ("label", "label positions with Stockfish MultiPV into train/held-out shards"),

@@ -121,6 +121,20 @@ def _cases() -> list[Case]:
         Case("unreachable Ray", ("gate", *gate, "--candidate", "{good}", "--ray-address", "127.0.0.1:1"),
              "127.0.0.1:1"),
     ]  # fmt: skip
+    # rate: a checkpoint on Stockfish's UCI_Elo scale (the checkpoint is positional)
+    rt = (*none, "--out", "{out}", "--cache", "{out}/levels.json")
+    cases += [Case(f"checkpoint {kind}", ("rate", *rt, f"{{{name}}}"), needle)
+              for kind, name, needle in [("missing file", "missing", "missing/net.pt"), ("folder", "folder", "is a folder"),
+                                         ("empty file", "empty", "empty.pt"), ("corrupt bytes", "corrupt", "corrupt.pt"),
+                                         ("wrong architecture", "arch", "arch.pt")]]  # fmt: skip
+    cases += _config_cases("rate", *rt, "{good}")
+    cases += [
+        Case("zero count", ("rate", *rt, "{good}", "--games", "0"), "--games"),
+        Case("negative count", ("rate", *rt, "{good}", "--games", "-2"), "--games"),
+        Case("missing Stockfish", ("rate", *rt, "{good}", "--stockfish", "{missing}"), "--stockfish"),
+        Case("missing book", ("rate", *rt, "{good}", "--openings", "{missing}"), "--openings"),
+        Case("unwritable --out", ("rate", *none, "{good}", "--out", "{file}/out"), "--out"),
+    ]  # fmt: skip
     # selfplay: games on Ray into shards
     sp = (*none, "--out", "{out}", "--games", "2")
     cases += _checkpoint_cases("selfplay", "--checkpoint", *sp)

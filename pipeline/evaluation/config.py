@@ -68,6 +68,11 @@ class GatingConfig:
             before); replaces ``max_plies`` for the measure.
         measure_defence: mate_rate: the Stockfish defending, as a player spec
             without the kind (``depth=10``).
+        rate: rate each promoted network on Stockfish's ``UCI_Elo`` scale as
+            ``zerochess rate`` does (``ladder_games`` games a level, played
+            in the gate's process; the first rating on a machine also
+            measures the levels below ``UCI_Elo``'s minimum, once): the
+            ``rating`` of ``gate.json``.
     """
 
     simulations: int = 100
@@ -94,6 +99,7 @@ class GatingConfig:
     measure_games: int = 24
     measure_max_plies: int = 100
     measure_defence: str = "depth=10"
+    rate: bool = False
 
     def __post_init__(self) -> None:
         check_at_least("gating", self, ("simulations", "max_plies", "max_games", "ladder_games", "workers",

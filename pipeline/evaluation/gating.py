@@ -10,7 +10,9 @@
    (``elo_clamped``: e.g. 0/2 and 1/2 points both read -190.8, and only the
    second is a measurement) and whether its games are ``reproducible``
    (Stockfish with one thread, a node or depth limit and no skill level);
-3. the decision as JSON (``gate.json``, a DVC metrics file) and PGNs of every
+3. with ``gating.rate``, a promoted candidate's rating on Stockfish's
+   UCI_Elo scale (:mod:`pipeline.evaluation.rating`, played in this process);
+4. the decision as JSON (``gate.json``, a DVC metrics file) and PGNs of every
    game beside it.
 
 Also the loop's learning measure (:func:`run_measure`).  Neither starts Ray:
@@ -32,6 +34,8 @@ from pipeline.atomic import atomic_write
 from pipeline.config import Config, flatten
 from pipeline.evaluation.match import Opening, load_openings
 from pipeline.evaluation.measure import mate_rate_figures, score_figures
+from pipeline.evaluation.rating import RateRequest, rate_checkpoint
+from pipeline.evaluation.rating_levels import LevelPlan
 from pipeline.evaluation.settings import MatchSettings, TournamentRunner
 from pipeline.evaluation.tournament import TournamentReport, sprt_from
 from pipeline.players.base import Limits, PlayerError
@@ -40,6 +44,9 @@ from pipeline.players.stockfish import find_stockfish
 from pipeline.stats import score_to_elo
 
 log = logging.getLogger(__name__)
+
+RATE_MAX_LEVELS = 6
+"""Levels a promoted net plays at most when ``gating.rate`` rates it."""
 
 
 @dataclass(frozen=True)
@@ -117,6 +124,8 @@ def run_gate(
         ladder_level(play, cand_spec, level, openings, settings, gating.ladder_games, out / f"ladder_{i}.pgn", on_pair)
         for i, level in enumerate(gating.ladder)
     ]
+    if promote and gating.rate:
+        report["rating"] = rate_promoted(config, candidate, out)
     report["params"] = {k: v for k, v in flatten(config).items() if k.startswith(("gating.", "search."))}
     decision = GateDecision(promote, reason, report)
     with atomic_write(out / "gate.json") as handle:
@@ -149,6 +158,22 @@ def ladder_level(
         "elo_clamped": elo_clamped(summary.get("score"), summary.get("elo")),
         "reproducible": stockfish_settings(spec).reproducible,
     }
+
+
+def rate_promoted(config: Config, candidate: str, out: Path) -> dict[str, Any]:
+    """``gating.rate``: the promoted ``candidate``'s rating on Stockfish's
+    UCI_Elo scale (:mod:`pipeline.evaluation.rating`, ``gating.ladder_games``
+    games a level, in this process), its games in ``out/rating.pgn``."""
+    gating = config.gating
+    context = replace(match_settings(config).context, stockfish_path=find_stockfish(gating.stockfish_path))
+    request = RateRequest(checkpoint=candidate, simulations=gating.simulations, games=gating.ladder_games,
+                          max_levels=RATE_MAX_LEVELS, openings=load_openings(gating.book), context=context,
+                          max_plies=gating.max_plies, plan=LevelPlan(max_plies=gating.max_plies), book=gating.book)  # fmt: skip
+    rated = rate_checkpoint(request, on_event=log.info)
+    with atomic_write(out / "rating.pgn") as handle:
+        handle.write(rated.pgn().encode("utf-8"))
+    log.info("gate: %s", rated.rating.line())
+    return {**rated.as_dict(), "line": rated.rating.line()}
 
 
 def elo_clamped(score: float | None, elo: float | None) -> bool:

@@ -33,6 +33,7 @@ from models.search_config import (
     SearchResult,
     requested_simulations,
 )
+from models.search_node import VisitMeans
 
 SEED_MASK = 0xFFFF_FFFF_FFFF_FFFF
 """Seeds reach the core as unsigned 64-bit integers: ``seed & SEED_MASK``."""
@@ -210,7 +211,7 @@ def _view(part: str, index: int, doc: str) -> Any:
     return property(lambda node: getattr(node, part)()[index], doc=doc)
 
 
-class NativeNode:
+class NativeNode(VisitMeans):
     """Read-only view of one node of a :class:`NativeTree`; quacks like
     :class:`models.search_node.Node` for reading (pipeline/uci/analysis.py).  The
     node's data is fetched from C++ on first use."""
@@ -276,17 +277,6 @@ class NativeNode:
             self._board = chess.Board(self._tree.node_fen(self._id))
         return self._board
 
-    def q(self) -> float:
-        """Mean value from this node's side to move (0 when unvisited)."""
-        return self.value_sum / self.visits if self.visits else 0.0
-
-    def draw(self) -> float:
-        """Mean draw probability D (0 when unvisited)."""
-        return self.draw_sum / self.visits if self.visits else 0.0
-
-    def moves_left(self) -> float:
-        """Mean plies M left to the game's end (0 when unvisited)."""
-        return self.moves_left_sum / self.visits if self.visits else 0.0
 
 
 def run_native_searches(

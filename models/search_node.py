@@ -30,7 +30,32 @@ import chess
 import numpy as np
 
 
-class Node:
+class VisitMeans:
+    """The means over a node's visits of what the search backs up, shared by
+    :class:`Node` and the native core's node view
+    (:class:`models.native_tree.NativeNode`): both hold ``visits``,
+    ``value_sum``, ``draw_sum`` and ``moves_left_sum``."""
+
+    __slots__ = ()
+    visits: int
+    value_sum: float
+    draw_sum: float
+    moves_left_sum: float
+
+    def q(self) -> float:
+        """Mean value from this node's side to move (0 when unvisited)."""
+        return self.value_sum / self.visits if self.visits else 0.0
+
+    def draw(self) -> float:
+        """Mean draw probability D backed up through the node (0 when unvisited)."""
+        return self.draw_sum / self.visits if self.visits else 0.0
+
+    def moves_left(self) -> float:
+        """Mean plies M left to the game's end from the node (0 when unvisited)."""
+        return self.moves_left_sum / self.visits if self.visits else 0.0
+
+
+class Node(VisitMeans):
     """One position in the tree (see the module docstring for signs)."""
 
     __slots__ = (
@@ -90,18 +115,6 @@ class Node:
         self.children = [None] * len(moves)
         self.child_n = [0.0] * len(moves)
         self.child_w = [0.0] * len(moves)
-
-    def q(self) -> float:
-        """Mean value from this node's side to move (0 when unvisited)."""
-        return self.value_sum / self.visits if self.visits else 0.0
-
-    def draw(self) -> float:
-        """Mean draw probability D backed up through the node (0 when unvisited)."""
-        return self.draw_sum / self.visits if self.visits else 0.0
-
-    def moves_left(self) -> float:
-        """Mean plies M left to the game's end from the node (0 when unvisited)."""
-        return self.moves_left_sum / self.visits if self.visits else 0.0
 
     def update_proof(self) -> bool:
         """MCTS-solver rule over the children; True when the node became proven."""

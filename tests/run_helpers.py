@@ -251,3 +251,14 @@ def assert_mlflow(out: Path, candidates: int) -> list[Any]:
     by_step = client.get_metric_history(trainer.info.run_id, "loss/total")
     assert max(m.step for m in by_positions) > max(m.step for m in by_step)  # positions, not steps
     return runs
+
+
+def have_stockfish() -> bool:
+    """Whether a Stockfish binary can be found (PATH or Debian's /usr/games)."""
+    from pipeline.players.stockfish import find_stockfish
+
+    try:
+        find_stockfish()
+    except Exception:  # noqa: BLE001 - any failure: no engine here
+        return False
+    return True

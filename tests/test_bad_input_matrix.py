@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from bad_nets import write_nets
 
 from pipeline.cli import COMMANDS, main
 
@@ -276,24 +277,10 @@ def bad(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The bad (and a few good) inputs, by name."""
     import gzip
 
-    import torch
     import zstandard
 
-    from models.net import AlphaZeroNet, NetConfig, net_state
-    from pipeline.checkpoint import save_net
-
     root = tmp_path_factory.mktemp("bad")
-    tiny = NetConfig(blocks=1, filters=8, value_channels=4, value_hidden=16)
-    torch.manual_seed(0)
-    save_net(AlphaZeroNet(tiny), root / "good.pt")
-    state = net_state(AlphaZeroNet(tiny))
-    state["config"] = {**state["config"], "filters": 16}  # weights of 8 filters, a config of 16
-    torch.save(state, root / "arch.pt")
-    (root / "corrupt.pt").write_bytes(b"\x80\x02\x8a\x0a" + os.urandom(3000))
-    (root / "empty.pt").write_bytes(b"")
-    (root / "folder").mkdir()
-    (root / "folder" / "notes.txt").write_text("not a checkpoint\n")
-    (root / "a_file").write_text("a file, not a folder\n")
+    write_nets(root)
     (root / "params_unknown.yaml").write_text("search:\n  bogus: 1\n")
     (root / "bad_book.epd").write_text("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1\nnot a fen\n")
     game = '[Event "x"]\n[Result "1-0"]\n\n1. e4 e5 2. Qh5 Nc6 3. Bc4 Nf6 4. Qxf7# 1-0\n\n'

@@ -6,20 +6,13 @@ from __future__ import annotations
 
 import chess
 import pytest
+from run_helpers import have_stockfish
 
 from pipeline.evaluation.gating import elo_clamped
 from pipeline.evaluation.match import Opening, play_game
 from pipeline.players.spec import stockfish_settings
-from pipeline.players.stockfish import StockfishPlayer, StockfishSettings, find_stockfish
+from pipeline.players.stockfish import StockfishPlayer, StockfishSettings
 from pipeline.stats import pentanomial_estimate
-
-
-def have_stockfish() -> bool:
-    try:
-        find_stockfish()
-    except Exception:  # noqa: BLE001 - any failure: no engine here
-        return False
-    return True
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
-from test_training_losses import CaptureLogger
+from test_training_losses import fit_logged
 from test_training_support import make_shards
 
 from models.hash_evaluator import HashEvaluator
@@ -222,11 +222,6 @@ def test_a_training_step_logs_the_moves_left_loss(tmp_path: Path) -> None:
     data.prepare_data()
     data.setup("fit")
     before = module.net.moves_left_head.fc2.weight.detach().clone()  # type: ignore[union-attr]
-    logger = CaptureLogger()
-    trainer = pl.Trainer(max_steps=2, logger=logger, log_every_n_steps=1, accelerator="cpu",
-                         enable_checkpointing=False, enable_progress_bar=False,
-                         enable_model_summary=False)  # fmt: skip
-    trainer.fit(module, datamodule=data)
-    logged = logger.steps[0]
+    logged = fit_logged(module, data, 2)[0]
     assert np.isfinite(logged["loss/moves_left"]) and logged["loss/moves_left"] > 0
     assert not torch.equal(module.net.moves_left_head.fc2.weight, before)  # type: ignore[union-attr]

@@ -131,12 +131,18 @@ def test_same_visits_as_python_search(overrides: dict) -> None:
     positions = _positions()
     assert len(positions) >= 30
     for board in positions:
-        python_tree, native_tree = _tree_pair(board, config)
-        python_tree.start()
-        native_tree.start()
-        run_searches([python_tree], evaluator)
-        run_native_searches([native_tree], evaluator)
-        _assert_same(python_tree, native_tree, f"{board.fen()} {overrides}")
+        _search_both(board, config, evaluator, f"{board.fen()} {overrides}")
+
+
+def _search_both(board: chess.Board, config: SearchConfig, evaluator: HashEvaluator, context: str) -> tuple:
+    """Both backends' trees of ``board`` after one search each, checked visit for visit."""
+    python_tree, native_tree = _tree_pair(board, config)
+    python_tree.start()
+    native_tree.start()
+    run_searches([python_tree], evaluator)
+    run_native_searches([native_tree], evaluator)
+    _assert_same(python_tree, native_tree, context)
+    return python_tree, native_tree
 
 
 MOVES_LEFT = dict(moves_left_threshold=0.05, moves_left_slope=0.03, moves_left_cap=0.2)
@@ -152,12 +158,7 @@ def test_same_visits_with_aux_and_the_moves_left_utility(overrides: dict) -> Non
     changed = 0
     positions = _positions()[:10]
     for board in positions:
-        python_tree, native_tree = _tree_pair(board, config)
-        python_tree.start()
-        native_tree.start()
-        run_searches([python_tree], evaluator)
-        run_native_searches([native_tree], evaluator)
-        _assert_same(python_tree, native_tree, f"{board.fen()} {overrides}")
+        python_tree, _ = _search_both(board, config, evaluator, f"{board.fen()} {overrides}")
         plain = _python_tree(board, SearchConfig(num_simulations=96, **overrides), None)
         plain.start()
         run_searches([plain], evaluator)

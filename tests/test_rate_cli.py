@@ -6,11 +6,12 @@ and logs to MLflow."""
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
 import pytest
+from bad_nets import write_nets
+from run_helpers import have_stockfish
 
 from pipeline.cli import main
 from pipeline.players.stockfish import find_stockfish
@@ -23,33 +24,13 @@ QUICK = ["--params", "none", "--set", "gating.max_plies=60", "--games", "2", "--
          "--max-levels", "2", "--level-games", "2", "--elo-nodes", "100"]  # fmt: skip
 
 
-def have_stockfish() -> bool:
-    try:
-        find_stockfish()
-    except Exception:  # noqa: BLE001 - any failure: no engine here
-        return False
-    return True
-
-
 @pytest.fixture(scope="module")
 def nets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A tiny net, one whose weights do not fit its config, and broken files."""
-    import torch
-
-    from models.net import AlphaZeroNet, NetConfig, net_state
-    from pipeline.checkpoint import save_net
-
+    """A tiny net (``tiny``), one whose weights do not fit its config, and broken files."""
     root = tmp_path_factory.mktemp("rate_nets")
-    tiny = NetConfig(blocks=1, filters=8, value_channels=4, value_hidden=16)
-    torch.manual_seed(0)
-    save_net(AlphaZeroNet(tiny), root / "tiny.pt")
-    state = net_state(AlphaZeroNet(tiny))
-    state["config"] = {**state["config"], "filters": 16}  # weights of 8 filters, a config of 16
-    torch.save(state, root / "arch.pt")
-    (root / "corrupt.pt").write_bytes(b"\x80\x02\x8a\x0a" + os.urandom(2000))
-    (root / "folder").mkdir()
-    (root / "a_file").write_text("not a folder\n")
-    return {p.stem: p for p in root.iterdir()} | {"missing": root / "missing" / "net.pt"}
+    write_nets(root)
+    nets = {p.stem: p for p in root.iterdir()}
+    return nets | {"tiny": nets["good"], "missing": root / "missing" / "net.pt"}
 
 
 def bad_cases(nets: dict[str, Path]) -> list[tuple[str, list[str], str]]:
@@ -143,7 +124,7 @@ def test_a_whole_rating_prints_the_summary_line_and_logs_to_mlflow(nets: dict[st
     assert below == {level["name"] for level in report["ladder"] if level["low"] < level["high"]}
 
     (run,) = read_store(uri)
-    assert run.info.status == "FINISHED" and run.info.run_name == "rate tiny.pt"
+    assert run.info.status == "FINISHED" and run.info.run_name == f"rate {nets['tiny'].name}"
     assert run.data.metrics["rating/elo"] == pytest.approx(rating, abs=0.5)
     assert run.data.metrics["rating/elo_low"] == pytest.approx(low, abs=0.5)
     assert run.data.metrics["rating/elo_high"] == pytest.approx(high, abs=0.5)

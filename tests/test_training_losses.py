@@ -46,6 +46,20 @@ class CaptureLogger(Logger):
         pass
 
 
+def fit_logged(module: pl.LightningModule, data: object, steps: int) -> dict[int, dict[str, float]]:
+    """Fit ``module`` for ``steps`` steps on CPU (no checkpoints, no bars) and
+    return every step's logged metrics."""
+    logger = CaptureLogger()
+    trainer = pl.Trainer(max_steps=steps, logger=logger, log_every_n_steps=1, accelerator="cpu",
+                         enable_checkpointing=False, enable_progress_bar=False,
+                         enable_model_summary=False)  # fmt: skip
+    if isinstance(data, pl.LightningDataModule):
+        trainer.fit(module, datamodule=data)
+    else:
+        trainer.fit(module, data)
+    return logger.steps
+
+
 def two_positions() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """A batch of 2: random planes, a spread pi and a peaked pi, z = +1 and -1."""
     generator = torch.Generator().manual_seed(3)
@@ -90,18 +104,7 @@ def test_logged_loss_terms_equal_a_hand_computation(l2_mode: str) -> None:
     expected = by_hand(
         module.net, batch, L2
     )  # train mode (batch statistics), as the training step sees it
-    logger = CaptureLogger()
-    trainer = pl.Trainer(
-        max_steps=1,
-        logger=logger,
-        log_every_n_steps=1,
-        accelerator="cpu",
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-    )
-    trainer.fit(module, DataLoader([batch], batch_size=None))
-    logged = logger.steps[0]
+    logged = fit_logged(module, DataLoader([batch], batch_size=None), 1)[0]
     for key, value in expected.items():
         assert logged[key] == pytest.approx(value, rel=1e-5, abs=1e-7), key
     assert logged["lr"] == pytest.approx(config.learning_rate)

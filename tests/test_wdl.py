@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 import torch
 import torch.nn.functional as F
-from test_training_losses import CaptureLogger
+from test_training_losses import fit_logged
 from test_training_support import make_shards
 
 from models.net import (
@@ -263,12 +263,7 @@ def test_a_training_step_through_the_lightning_module(tmp_path: Path, value_targ
     assert target.shape == (8, 3)
     torch.testing.assert_close(target.sum(dim=1), torch.ones(8))
     before = module.net.value_head.fc2.weight.detach().clone()
-    logger = CaptureLogger()
-    trainer = pl.Trainer(max_steps=2, logger=logger, log_every_n_steps=1, accelerator="cpu",
-                         enable_checkpointing=False, enable_progress_bar=False,
-                         enable_model_summary=False)  # fmt: skip
-    trainer.fit(module, datamodule=data)
-    logged = logger.steps[0]
+    logged = fit_logged(module, data, 2)[0]
     assert {"loss/policy", "loss/value", "loss/l2", "loss/total"} <= set(logged)
     assert np.isfinite(logged["loss/value"]) and logged["loss/value"] > 0
     assert not torch.equal(module.net.value_head.fc2.weight, before)

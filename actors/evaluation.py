@@ -2,10 +2,13 @@
 
 Each actor builds the players it is asked for once (a Stockfish process, a
 network) and plays whole pairs of games (same opening, colours swapped).  The
-driver keeps at most two pairs per actor in flight, records results as they
-come (``ray.wait``), writes the PGN file atomically after every pair, stops
-submitting once an SPRT decides, and closes every player (so no engine
-process outlives the tournament) before killing the actors.
+driver keeps at most two pairs per actor in flight, collects results as they
+come (``ray.wait``) but records them in schedule order (:class:`InOrder`, so
+that an SPRT's verdict does not depend on which actor finished first), writes
+the PGN file atomically after every recorded pair, stops submitting once an
+SPRT decides (pairs still in flight then are not counted), and closes every
+player (so no engine process outlives the tournament) before killing the
+actors.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import ray
 from pipeline.atomic import atomic_write
 from pipeline.evaluation.match import GameOutcome, Opening, play_game
 from pipeline.evaluation.settings import MatchSettings
-from pipeline.evaluation.tournament import PairTask, TournamentReport, schedule
+from pipeline.evaluation.tournament import InOrder, PairTask, TournamentReport, schedule
 from pipeline.players.base import Player
 from pipeline.players.spec import build_player
 from pipeline.stats import Sprt, SprtConfig
@@ -99,9 +102,9 @@ def _drain(
     queue = list(reversed(tasks))
     in_flight: dict[Any, tuple[Any, PairTask]] = {}
     load = {id(actor): 0 for actor in actors}
+    recorder = InOrder(report)
     while queue or in_flight:
-        decided = report.sprt is not None and report.sprt.decision != "continue"
-        if decided and queue:
+        if recorder.decided and queue:
             report.stopped_early = True
             queue.clear()
         for actor in actors:
@@ -116,7 +119,11 @@ def _drain(
             actor, task = in_flight.pop(ref)
             load[id(actor)] -= 1
             names, outcomes = ray.get(ref)
-            report.record(task, names, outcomes)
+            if recorder.decided:
+                report.stopped_early = True
+                continue
+            if recorder.add(task, names, outcomes) == 0:
+                continue
             if pgn_path is not None:
                 with atomic_write(pgn_path) as handle:
                     handle.write(report.pgn().encode("utf-8"))

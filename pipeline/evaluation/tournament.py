@@ -149,6 +149,40 @@ class TournamentReport:
         return "\n\n".join(game.pgn for game in self.games) + ("\n" if self.games else "")
 
 
+@dataclass
+class InOrder:
+    """Records finished pairs into ``report`` in schedule order, whatever order
+    they finish in, and nothing after an SPRT has decided.
+
+    Pairs finish in an order that depends on timing (two actors, games of
+    different lengths).  Fed in that order, an SPRT could stop at a different
+    pair, with a different verdict, from one run to the next; fed in schedule
+    order it sees the same sequence every time, so the same games give the
+    same report (games, PGN order, verdict)."""
+
+    report: TournamentReport
+    next_index: int = 0
+    waiting: dict[int, tuple[PairTask, tuple[str, str], list[GameOutcome]]] = field(default_factory=dict)
+
+    @property
+    def decided(self) -> bool:
+        """The report's SPRT has accepted or rejected."""
+        sprt = self.report.sprt
+        return sprt is not None and sprt.decision != "continue"
+
+    def add(self, task: PairTask, names: tuple[str, str], outcomes: list[GameOutcome]) -> int:
+        """Hold a finished pair; record every pair now next in order.  Returns how many were recorded."""
+        if task.index < self.next_index or task.index in self.waiting:
+            raise ValueError(f"pair {task.index} was already added")
+        self.waiting[task.index] = (task, names, outcomes)
+        recorded = 0
+        while not self.decided and self.next_index in self.waiting:
+            self.report.record(*self.waiting.pop(self.next_index))
+            self.next_index += 1
+            recorded += 1
+        return recorded
+
+
 def sprt_from(config: object) -> SprtConfig:
     """The SPRT settings of a :class:`~pipeline.evaluation.config.GatingConfig`."""
     return SprtConfig(

@@ -166,6 +166,21 @@ class NativeTree:
         return self._tree.finished
 
     @property
+    def score_alternatives(self) -> bool:
+        """At a proven root, search only the unproven root moves (as
+        :attr:`GameTree.score_alternatives <models.search_tree.GameTree>`)."""
+        return self._tree.score_alternatives
+
+    @score_alternatives.setter
+    def score_alternatives(self, on: bool) -> None:
+        self._tree.score_alternatives = on
+
+    @property
+    def exhausted(self) -> bool:
+        """With :attr:`score_alternatives`: the root and each of its moves are proven."""
+        return self._tree.exhausted
+
+    @property
     def simulations_done(self) -> int:
         return self._tree.simulations_done
 

@@ -103,9 +103,11 @@ class SearchConfig:
             disables the utility.
         moves_left_cap: the largest utility, either sign (e.g. 0.2).
 
-    The moves-left utility (PUCT only; :func:`models.search_rules.moves_left_utility`):
+    The moves-left utility (:func:`models.search_rules.moves_left_utility`):
     at a node whose mean value Q (its side to move's view) has |Q| above
-    ``moves_left_threshold``, each visited child's selection score Q + U gets
+    ``moves_left_threshold``, each visited child's selection score Q + U
+    (PUCT), or its completed Q (Gumbel: before the rescaling to sigma, so the
+    root's halving, the interior selection and the improved policy see it), gets
 
         clamp(slope * (M_child - M_parent), -cap, cap) * (-sign(Q)) * (|Q| - threshold) / (1 - threshold)
 

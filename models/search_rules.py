@@ -238,6 +238,11 @@ def gumbel_sigma(node: Node, config: SearchConfig) -> tuple[list[float], list[fl
             weighted += max(prior, TINY) * (w / n) / sum_p
     mixed = (node.raw_value + sum_n * weighted) / (sum_n + 1.0)
     completed = [w / n if n > 0 else mixed for n, w in zip(child_n, child_w)]
+    utility = moves_left_utility(node, config)
+    if utility is not None:
+        for index, n in enumerate(child_n):
+            if n > 0:
+                completed[index] += child_utility(node.children[index], utility[0], utility[1], config)
     low, high = min(completed), max(completed)
     span = max(high - low, RESCALE_EPSILON)
     scale = (config.gumbel_c_visit + max_n) * config.gumbel_c_scale

@@ -64,6 +64,13 @@ class GameTree:
     alternate :meth:`collect` and :meth:`deliver` until :attr:`finished`, or
     let :func:`models.search_drivers.run_searches` do it.  :meth:`advance`
     keeps the chosen move's subtree (tree reuse).
+
+    ``score_alternatives`` (analysis, e.g. UCI MultiPV): once the solver has
+    proven the root, simulations go only to the root moves that are not
+    proven, so that they get scores, instead of replaying the proof (a proven
+    move's simulation backs its proof up at once, with no evaluation); when
+    every root move is proven the tree is :attr:`exhausted` and finished.
+    Off (self-play, matches): the proof is followed as in any node.
     """
 
     board: chess.Board
@@ -72,6 +79,7 @@ class GameTree:
     cache: EvalCache | None = None
     rng: np.random.Generator = field(default_factory=np.random.default_rng)
     collisions: int = 0
+    score_alternatives: bool = False
 
     def __post_init__(self) -> None:
         if not self.board.is_valid():
@@ -183,7 +191,21 @@ class GameTree:
 
     @property
     def finished(self) -> bool:
-        return self.root.expanded and self._done >= self._target
+        return self.root.expanded and (
+            self._done >= self._target or (self._in_flight == 0 and self.exhausted)
+        )
+
+    @property
+    def exhausted(self) -> bool:
+        """With ``score_alternatives``: the root and each of its moves are
+        proven, so no simulation can learn anything more."""
+        return self._searches_alternatives() and all(
+            child is not None and child.proof is not None for child in self.root.children
+        )
+
+    def _searches_alternatives(self) -> bool:
+        """Whether root selections skip the proven moves (see the class docstring)."""
+        return self.score_alternatives and self.root.expanded and self.root.proof is not None
 
     @property
     def simulations_done(self) -> int:
@@ -204,6 +226,8 @@ class GameTree:
         misses = 0
         attempts = 0  # bounded, so a tree whose lines all end at once returns to the driver
         while len(batch) < limit and self._done + self._in_flight < self._target and attempts < 4 * limit:
+            if self.exhausted:
+                break
             attempts += 1
             pending = self._simulate()
             if pending is not None:
@@ -374,9 +398,12 @@ class GameTree:
 
     def _select(self, node: Node) -> int:
         """The move to follow from ``node``: the solver's forced choice, else
-        PUCT or Gumbel (root: sequential halving; below: deterministic)."""
+        PUCT or Gumbel (root: sequential halving; below: deterministic); at a
+        proven root with ``score_alternatives``, an unproven move."""
         skip = None
-        if node.proven_child:
+        if node is self.root and self._searches_alternatives():
+            skip = [child is not None and child.proof is not None for child in node.children]
+        elif node.proven_child:
             forced, skip = solver_choice(node)
             if forced is not None:
                 return forced

@@ -6,8 +6,9 @@ lc0's moves-left utility, on both backends.
 * D and M back up as visit averages, M one more per ply, finished games as
   D = 1 (draw) or 0 (mate) with M = 0;
 * with ``moves_left_slope`` > 0 a tree whose M is known (here: the white
-  king's file) prefers the shorter win and the longer loss, visit for visit
-  the same on both backends (tests/test_native_search.py checks the same on
+  king's file) prefers the shorter win and the longer loss, with PUCT and
+  with Gumbel (the utility added to each visited child's completed Q), visit
+  for visit the same on both backends (tests/test_native_search.py checks the same on
   hashed evaluations);
 * bad aux and bad settings are errors naming the position or the field.
 """
@@ -187,36 +188,54 @@ def test_a_proven_win_backs_up_its_plies() -> None:
 # ---------------------------------------------------------------- the utility
 
 
-def _king_file_visits(white_value: float, slope: float) -> dict[str, int]:
+def _king_file_visits(white_value: float, slope: float, algorithm: str = "puct") -> dict[str, int]:
     config = SearchConfig(
-        num_simulations=800, leaves_per_batch=4, cache_size=10_000,
+        num_simulations=800, leaves_per_batch=4, cache_size=10_000, algorithm=algorithm,
         moves_left_threshold=0.5, moves_left_slope=slope, moves_left_cap=0.2,
     )  # fmt: skip
     python_tree, native_tree = _searched_pair(chess.Board(ROOK_ENDING), config, KingFileEvaluator(white_value))
     visits = _visits_by_move(python_tree)
     assert _visits_by_move(native_tree) == visits
     assert native_tree.result().best_move == python_tree.result().best_move
+    if algorithm == "gumbel":
+        expected = _improved_by_move(python_tree)
+        got = _improved_by_move(native_tree)
+        assert got.keys() == expected.keys()
+        assert all(abs(got[move] - expected[move]) < 1e-6 for move in expected)  # priors: float32
     return visits
+
+
+def _improved_by_move(tree: GameTree | NativeTree) -> dict[str, float]:
+    result = tree.result()
+    assert result.improved_policy is not None
+    return {move.uci(): float(p) for move, p in zip(result.moves, result.improved_policy)}
 
 
 def _file_visits(visits: dict[str, int], file: str) -> int:
     return sum(count for move, count in visits.items() if move.startswith("e4") and move[2] == file)
 
 
-def test_winning_prefers_the_shorter_game_losing_the_longer() -> None:
-    neutral = _king_file_visits(0.9, slope=0.0)
+@pytest.mark.parametrize("algorithm", ["puct", "gumbel"])
+def test_winning_prefers_the_shorter_game_losing_the_longer(algorithm: str) -> None:
+    neutral = _king_file_visits(0.9, slope=0.0, algorithm=algorithm)
     d_file, f_file = _file_visits(neutral, "d"), _file_visits(neutral, "f")
-    assert d_file < 1.5 * f_file and f_file < 1.5 * d_file  # only the priors differ
-    winning = _king_file_visits(0.9, slope=0.02)
+    if algorithm == "puct":
+        assert d_file < 1.5 * f_file and f_file < 1.5 * d_file  # only the priors differ
+    else:  # sequential halving keeps few moves; its noise happened to favour the d file
+        assert d_file > 3 * f_file
+    winning = _king_file_visits(0.9, slope=0.02, algorithm=algorithm)
     assert _file_visits(winning, "d") > 3 * _file_visits(winning, "f")
     assert max(winning, key=winning.__getitem__)[2] == "d"
-    losing = _king_file_visits(-0.9, slope=0.02)
+    losing = _king_file_visits(-0.9, slope=0.02, algorithm=algorithm)
     assert _file_visits(losing, "f") > 3 * _file_visits(losing, "d")
     assert max(losing, key=losing.__getitem__)[2] == "f"
 
 
-def test_below_the_threshold_the_utility_does_nothing() -> None:
-    assert _king_file_visits(0.4, slope=0.02) == _king_file_visits(0.4, slope=0.0)
+@pytest.mark.parametrize("algorithm", ["puct", "gumbel"])
+def test_below_the_threshold_the_utility_does_nothing(algorithm: str) -> None:
+    assert _king_file_visits(0.4, slope=0.02, algorithm=algorithm) == _king_file_visits(
+        0.4, slope=0.0, algorithm=algorithm
+    )
 
 
 def test_native_self_play_takes_aux_and_the_utility() -> None:

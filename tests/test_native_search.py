@@ -33,6 +33,7 @@ NEAR_MATE = [
     "k7/8/1K6/8/8/8/8/7R w - - 0 1",  # rook mate in one
 ]
 EP_FEN = "rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3"
+MATED_IN_ONE = "7k/8/6K1/8/8/8/8/R7 b - - 0 1"  # h8g8 is forced, then a1a8 mates
 
 
 def _board_from_moves(moves: list[str], fen: str = chess.STARTING_FEN) -> chess.Board:
@@ -74,6 +75,16 @@ def _python_tree(board: chess.Board, config: SearchConfig, cache: EvalCache | No
 
 def _visits(result) -> dict[str, int]:  # noqa: ANN001 - SearchResult of either backend
     return {move.uci(): int(visits) for move, visits in zip(result.moves, result.visits)}
+
+
+def _steered(plain, steered) -> bool:  # noqa: ANN001 - SearchResults
+    """The utility changed the root's visits, or (Gumbel, whose halving fixes
+    most root visits) its improved policy."""
+    if _visits(plain) != _visits(steered):
+        return True
+    if plain.improved_policy is None:
+        return False
+    return bool(np.abs(plain.improved_policy - steered.improved_policy).max() > 1e-9)
 
 
 def _assert_same(python_tree: GameTree, native_tree: NativeTree, context: str) -> None:
@@ -149,7 +160,10 @@ MOVES_LEFT = dict(moves_left_threshold=0.05, moves_left_slope=0.03, moves_left_c
 """The moves-left utility on, with a threshold the hashed values often pass."""
 
 
-@pytest.mark.parametrize("overrides", CONFIGS)
+@pytest.mark.parametrize(
+    "overrides",
+    [*CONFIGS, pytest.param(dict(algorithm="gumbel", leaves_per_batch=4, cache_size=10_000), id="gumbel")],
+)
 def test_same_visits_with_aux_and_the_moves_left_utility(overrides: dict) -> None:
     """An evaluator that returns D and M, the utility on: still visit for
     visit the same, and the utility changes the visits of most searches."""
@@ -162,7 +176,7 @@ def test_same_visits_with_aux_and_the_moves_left_utility(overrides: dict) -> Non
         plain = _python_tree(board, SearchConfig(num_simulations=96, **overrides), None)
         plain.start()
         run_searches([plain], evaluator)
-        changed += _visits(plain.result()) != _visits(python_tree.result())
+        changed += _steered(plain.result(), python_tree.result())
     assert changed >= len(positions) // 2
 
 
@@ -186,6 +200,36 @@ def test_same_visits_with_tree_reuse(overrides: dict) -> None:
             native_tree.advance(move)
             assert native_tree.board.fen() == python_tree.board.fen()
             assert np.array_equal(native_tree.history_snapshot(), python_tree.history_snapshot())
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        CONFIGS[0],
+        CONFIGS[3],
+        pytest.param(dict(algorithm="gumbel", leaves_per_batch=1, cache_size=0), id="gumbel"),
+    ],
+)
+def test_same_visits_scoring_the_alternatives_of_a_proven_root(overrides: dict) -> None:
+    """score_alternatives (UCI analysis): the simulations of a proven root go
+    to its unproven moves, the same on both backends, and a root whose moves
+    are all proven is exhausted (finished, no simulation left to run)."""
+    config = SearchConfig(num_simulations=96, **overrides)
+    evaluator = HashEvaluator(seed=3)
+    for board in [chess.Board(fen) for fen in NEAR_MATE[:2]] + [chess.Board(MATED_IN_ONE)]:
+        trees = _tree_pair(board, config)
+        for tree in trees:
+            tree.score_alternatives = True
+            tree.start()
+        run_searches([trees[0]], evaluator)
+        run_native_searches([trees[1]], evaluator)
+        _assert_same(*trees, f"{board.fen()} {overrides}")
+        result = trees[0].result()
+        proven = ~np.isnan(result.proof)
+        assert trees[0].root.proof is not None and proven.any()
+        assert all(tree.exhausted == proven.all() and tree.finished for tree in trees)
+        if not proven.all():
+            assert result.visits[proven].sum() == 0 and result.visits.sum() == 96
 
 
 def test_many_trees_share_one_cache_and_batch() -> None:

@@ -91,6 +91,20 @@ def test_analyse_with_time_finds_the_mate(engine: chess.engine.SimpleEngine) -> 
     assert info["pv"] == [chess.Move.from_uci("a1a8")]
 
 
+def test_multipv_at_a_proven_mate_gives_every_line(engine: chess.engine.SimpleEngine) -> None:
+    """As lc0 and Stockfish: the mate first, then the next moves with their
+    scores; the nodes are the simulations asked for, not a replayed proof."""
+    board = chess.Board("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1")
+    infos = engine.analyse(board, chess.engine.Limit(nodes=400), multipv=3, game=object())
+    assert [info["multipv"] for info in infos] == [1, 2, 3]
+    assert infos[0]["score"].white() == chess.engine.Mate(1)
+    assert all(isinstance(info["score"].relative, chess.engine.Cp) for info in infos[1:])
+    assert len({info["pv"][0] for info in infos}) == 3
+    for info in infos:
+        assert info["nodes"] <= 400
+        assert_legal_line(board, info["pv"])
+
+
 def test_stop_during_infinite_analysis_answers_promptly(engine: chess.engine.SimpleEngine) -> None:
     board = chess.Board()
     with engine.analysis(board) as analysis:  # go infinite

@@ -153,6 +153,75 @@ def test_mate_in_one_is_announced_and_played(session: Session) -> None:
     assert final_infos(output)[0]["score"] == "mate 1"
 
 
+MATE_IN_ONE = "6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1"  # a1a8 mates: the solver proves the root at once
+MATED_IN_ONE = "7k/8/6K1/8/8/8/8/R7 b - - 0 1"  # h8g8 is forced, then a1a8 mates: every move proven
+VISITS_PER_EVALUATION = 20
+"""Most simulations evaluate a new leaf; the ones ending at a game end or in
+the cache do not, but never a hundred in a row as when a proof was replayed."""
+
+
+def evaluated_positions(session: Session) -> int:
+    """Leaves the session's (uniform) evaluator has evaluated so far."""
+    return session.engine.player.evaluator.positions  # type: ignore[attr-defined, no-any-return]
+
+
+def test_multipv_at_a_proven_root_gives_the_mate_then_the_other_moves(session: Session) -> None:
+    best, output = session.go(
+        "setoption name MultiPV value 3", f"position fen {MATE_IN_ONE}", "go nodes 400"
+    )
+    infos = final_infos(output)
+    assert best == chess.Move.from_uci("a1a8")
+    assert [info["multipv"] for info in infos] == ["1", "2", "3"]
+    assert (infos[0]["score"], infos[0]["pv"]) == ("mate 1", "a1a8")
+    assert all(info["score"].startswith("cp ") for info in infos[1:])
+    assert len({info["pv"].split()[0] for info in infos}) == 3
+
+
+def test_multipv_at_a_proven_root_gives_no_more_lines_than_moves(session: Session) -> None:
+    _, output = session.go(
+        "setoption name MultiPV value 3", f"position fen {MATED_IN_ONE}", "go nodes 50"
+    )
+    infos = final_infos(output)
+    assert [(info["multipv"], info["score"], info["pv"]) for info in infos] == [
+        ("1", "mate -1", "h8g8")
+    ]
+
+
+def test_nodes_at_a_proven_root_are_simulations_that_searched(session: Session) -> None:
+    _, output = session.go(f"position fen {MATE_IN_ONE}", "go nodes 400")
+    nodes = int(final_infos(output)[0]["nodes"])
+    assert nodes <= 400
+    assert nodes <= VISITS_PER_EVALUATION * evaluated_positions(session)
+
+
+def test_infinite_search_at_a_proven_root_counts_only_real_simulations(session: Session) -> None:
+    mark = session.send(
+        "setoption name MultiPV value 2", f"position fen {MATE_IN_ONE}", "go infinite"
+    )
+    time.sleep(0.5)
+    assert not any(line.startswith("bestmove") for line in session.out.since(mark))
+    session.send("stop")
+    assert session.out.wait_for("bestmove", mark) == "bestmove a1a8"
+    infos = final_infos(session.out.since(mark))
+    assert [info["multipv"] for info in infos] == ["1", "2"] and infos[0]["score"] == "mate 1"
+    assert int(infos[0]["nodes"]) <= VISITS_PER_EVALUATION * evaluated_positions(session)
+
+
+def test_infinite_search_with_every_move_proven_stops_adding_nodes_and_waits_for_stop(
+    session: Session,
+) -> None:
+    mark = session.send(f"position fen {MATED_IN_ONE}", "go infinite")
+    session.out.wait_for("info string every move is proven", mark)
+    evaluated = evaluated_positions(session)
+    time.sleep(0.3)
+    assert not any(line.startswith("bestmove") for line in session.out.since(mark))
+    assert evaluated_positions(session) == evaluated
+    session.send("stop")
+    assert session.out.wait_for("bestmove", mark) == "bestmove h8g8"
+    (info,) = final_infos(session.out.since(mark))
+    assert info["score"] == "mate -1" and int(info["nodes"]) <= evaluated
+
+
 def test_tree_is_reused_along_the_game(session: Session) -> None:
     best, output = session.go("position startpos", "go nodes 400")
     reply = final_infos(output)[0]["pv"].split()[1]

@@ -134,6 +134,16 @@ struct Edge {
   std::int16_t proof_plies = 0;    // and its plies
 };
 
+// The moves a selection passes over (solver): none, the moves into proven
+// wins of the opponent, or every proven move (a proven root searched with
+// score_alternatives).
+enum class Skip : std::uint8_t { kNone, kLost, kProven };
+
+inline bool skipped(const Edge& edge, Skip skip) {
+  if (skip == Skip::kProven) return edge.proof != PROOF_NONE;
+  return skip == Skip::kLost && edge.proof == 1;
+}
+
 struct Node {
   Board board;
   Row row{};
@@ -243,7 +253,13 @@ class SearchTree {
   // Gumbel: `gumbel` (if not null) gives the root noise of every legal move
   // (ChessError naming a missing move); else add_noise draws it.
   void start(long long num_simulations, bool add_noise, const std::vector<std::pair<Move, double>>* gumbel = nullptr);
-  bool finished() const { return nodes_[root_].expanded && done_ >= target_; }
+  bool finished() const { return nodes_[root_].expanded && (done_ >= target_ || (in_flight_ == 0 && exhausted())); }
+  // Analysis (models.search_tree.GameTree.score_alternatives): at a proven
+  // root, simulations go to the unproven root moves only.
+  void set_score_alternatives(bool on) { score_alternatives_ = on; }
+  bool score_alternatives() const { return score_alternatives_; }
+  // With score_alternatives: the root and each of its moves are proven.
+  bool exhausted() const;
   long long simulations_done() const { return done_; }
   long long collisions() const { return collisions_; }
   int pending_leaves() const { return static_cast<int>(pending_.size()); }
@@ -300,11 +316,16 @@ class SearchTree {
   int new_root_node(const Board& board);
   int make_child(int parent, int edge_index, const PathStep* path, int path_size);
   int select(int node_id);
-  int select_puct(const Node& node, bool skip_lost) const;
+  int select_puct(const Node& node, Skip skip) const;
+  // The moves-left utility's weight and parent M at ``node``; false where it
+  // does not apply (models.search_rules.moves_left_utility).
+  bool moves_left_terms(const Node& node, double& weight, double& parent_m) const;
   // The moves-left utility of a visited child (models.search_rules.child_utility).
   double child_utility(const Edge& edge, double weight, double parent_m) const;
-  int select_gumbel_interior(const Node& node, bool skip_lost) const;
-  int select_gumbel_root(const Node& node, bool skip_lost) const;
+  int select_gumbel_interior(const Node& node, Skip skip) const;
+  int select_gumbel_root(const Node& node, Skip skip) const;
+  // Whether root selections skip the proven moves (score_alternatives at a proven root).
+  bool searches_alternatives() const;
   // The solver's choice at a node with proven children: the fastest move
   // into a proven loss (returned), else -1 with skip_lost set when some
   // (not all) moves lead to proven wins of the opponent.
@@ -321,7 +342,7 @@ class SearchTree {
   // argmax of max(-1e9, g + logit + sigma) over the moves with `wanted`
   // visits in `counts` (all allowed moves when none has them).
   int gumbel_argmax(const Node& node, const long long* counts, const double* gumbel, long long wanted,
-                    bool skip_lost) const;
+                    Skip skip) const;
   void prepare_root();
   // Returns true when a leaf went to `out`.
   bool simulate(LeafBatch& out);
@@ -358,6 +379,7 @@ class SearchTree {
   std::vector<Pending> pending_;
   int pending_moves_ = 0;
   bool deferred_cache_ = false;
+  bool score_alternatives_ = false;
   std::vector<std::pair<CacheKey, CacheEntryPtr>> deferred_puts_;
   std::vector<CacheKey> deferred_touches_;
   // Gumbel: root noise and this search's visits per root move (empty until

@@ -136,6 +136,9 @@ void bind_tree(py::module_& m) {
           py::arg("num_simulations"), py::arg("add_noise"), py::arg("gumbel") = py::none(),
           "gumbel: {uci: noise} for every legal root move (Gumbel search), or None.")
       .def_property_readonly("finished", &SearchTree::finished)
+      .def_property_readonly("exhausted", &SearchTree::exhausted)
+      .def_property("score_alternatives", &SearchTree::score_alternatives, &SearchTree::set_score_alternatives,
+                    "At a proven root, search only the unproven root moves (models.search_tree.GameTree).")
       .def_property_readonly("simulations_done", &SearchTree::simulations_done)
       .def_property_readonly("collisions", &SearchTree::collisions)
       .def("fen", &SearchTree::fen)

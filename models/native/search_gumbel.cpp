@@ -47,8 +47,11 @@ void SearchTree::gumbel_sigma(const Node& node) const {
   }
   const double mixed = (node.raw_value + sum_n * weighted) / (sum_n + 1.0);
   double low = std::numeric_limits<double>::infinity(), high = -low;
+  double weight = 0.0, parent_m = 0.0;
+  const bool utility = moves_left_terms(node, weight, parent_m);
   for (int i = 0; i < count; ++i) {
-    const double q = edge[i].n > 0.0 ? edge[i].w / edge[i].n : mixed;
+    double q = edge[i].n > 0.0 ? edge[i].w / edge[i].n : mixed;
+    if (utility && edge[i].n > 0.0) q += child_utility(edge[i], weight, parent_m);
     sigma[i] = q;
     low = std::min(low, q);
     high = std::max(high, q);
@@ -75,7 +78,7 @@ void improved_policy(const std::vector<double>& logits, const std::vector<double
   for (std::size_t i = 0; i < count; ++i) out[i] = out[i] / total;
 }
 
-int SearchTree::select_gumbel_interior(const Node& node, bool skip_lost) const {
+int SearchTree::select_gumbel_interior(const Node& node, Skip skip) const {
   gumbel_sigma(node);
   improved_policy(scratch_logits_, scratch_sigma_, scratch_policy_);
   const Edge* edge = edges_.data() + node.edge_begin;
@@ -84,7 +87,7 @@ int SearchTree::select_gumbel_interior(const Node& node, bool skip_lost) const {
   int best_index = 0;
   double best_score = -std::numeric_limits<double>::infinity();
   for (int i = 0; i < node.num_edges; ++i) {
-    if (skip_lost && edge[i].proof == 1) continue;
+    if (skipped(edge[i], skip)) continue;
     const double score = scratch_policy_[i] - edge[i].n / total;
     if (score > best_score) {
       best_index = i;
@@ -94,22 +97,22 @@ int SearchTree::select_gumbel_interior(const Node& node, bool skip_lost) const {
   return best_index;
 }
 
-int SearchTree::select_gumbel_root(const Node& node, bool skip_lost) const {
+int SearchTree::select_gumbel_root(const Node& node, Skip skip) const {
   gumbel_sigma(node);
   long long simulation = 0;
   for (long long count : root_counts_) simulation += count;
   const int considered = std::min(params_.gumbel_considered, node.num_edges);
   const long long wanted = considered_visit(considered, target_, simulation);
-  return gumbel_argmax(node, root_counts_.data(), gumbel_.data(), wanted, skip_lost);
+  return gumbel_argmax(node, root_counts_.data(), gumbel_.data(), wanted, skip);
 }
 
 int SearchTree::gumbel_argmax(const Node& node, const long long* counts, const double* gumbel, long long wanted,
-                              bool skip_lost) const {
+                              Skip skip) const {
   const Edge* edge = edges_.data() + node.edge_begin;
   int best = -1, fallback = 0;
   double best_score = -std::numeric_limits<double>::infinity(), fallback_score = best_score;
   for (int i = 0; i < node.num_edges; ++i) {
-    if (skip_lost && edge[i].proof == 1) continue;
+    if (skipped(edge[i], skip)) continue;
     const double score = std::max(-1e9, gumbel[i] + scratch_logits_[i] + scratch_sigma_[i]);
     if (score > fallback_score) {
       fallback = i;

@@ -66,19 +66,37 @@ int choose_move(const RootStats& stats, int ply, const SearchParams& params, std
 
 int SearchTree::select(int node_id) {
   const Node& node = nodes_[node_id];
-  bool skip_lost = false;
-  if (node.proven_child) {
+  Skip skip = Skip::kNone;
+  if (node_id == root_ && searches_alternatives()) {
+    skip = Skip::kProven;
+  } else if (node.proven_child) {
+    bool skip_lost = false;
     const int forced = solver_choice(node, skip_lost);
     if (forced >= 0) return forced;
+    if (skip_lost) skip = Skip::kLost;
   }
   if (params_.gumbel) {
-    if (node_id == root_ && !root_counts_.empty()) return select_gumbel_root(node, skip_lost);
-    return select_gumbel_interior(node, skip_lost);
+    if (node_id == root_ && !root_counts_.empty()) return select_gumbel_root(node, skip);
+    return select_gumbel_interior(node, skip);
   }
-  return select_puct(node, skip_lost);
+  return select_puct(node, skip);
 }
 
-int SearchTree::select_puct(const Node& node, bool skip_lost) const {
+bool SearchTree::searches_alternatives() const {
+  return score_alternatives_ && nodes_[root_].expanded && nodes_[root_].proof != PROOF_NONE;
+}
+
+bool SearchTree::exhausted() const {
+  if (!searches_alternatives()) return false;
+  const Node& root = nodes_[root_];
+  const Edge* edge = edges_.data() + root.edge_begin;
+  for (int i = 0; i < root.num_edges; ++i) {
+    if (edge[i].proof == PROOF_NONE) return false;
+  }
+  return true;
+}
+
+int SearchTree::select_puct(const Node& node, Skip skip) const {
   const long long n_parent = node.visits;
   const double parent = static_cast<double>(n_parent);
   const double c = params_.c_puct_init + std::log((1.0 + parent + params_.c_puct_base) / params_.c_puct_base);
@@ -89,25 +107,13 @@ int SearchTree::select_puct(const Node& node, bool skip_lost) const {
     fpu = params_.fpu_value;
   }
   const double k = c * std::sqrt(static_cast<double>(std::max(n_parent, 1LL)));
-  // Moves-left utility (models.search_rules.moves_left_utility): weight =
-  // -sign(Q) * (|Q| - threshold) / (1 - threshold) when |Q| > threshold.
-  bool utility = false;
   double weight = 0.0, parent_m = 0.0;
-  if (params_.moves_left_slope != 0.0 && n_parent != 0) {
-    const double q = node.value_sum / parent;
-    const double excess = std::abs(q) - params_.moves_left_threshold;
-    if (excess > 0.0) {
-      const double fraction = excess / (1.0 - params_.moves_left_threshold);
-      weight = q > 0.0 ? -fraction : fraction;
-      parent_m = node.moves_left_sum / parent;
-      utility = true;
-    }
-  }
+  const bool utility = moves_left_terms(node, weight, parent_m);
   const Edge* edge = edges_.data() + node.edge_begin;
   int best_index = 0;
   double best_score = -std::numeric_limits<double>::infinity();
   for (int i = 0; i < node.num_edges; ++i) {
-    if (skip_lost && edge[i].proof == 1) continue;
+    if (skipped(edge[i], skip)) continue;
     const double n = edge[i].n;
     double score = (n != 0.0 ? edge[i].w / n : fpu) + k * edge[i].prior / (1.0 + n);
     if (utility) score += child_utility(edge[i], weight, parent_m);
@@ -117,6 +123,20 @@ int SearchTree::select_puct(const Node& node, bool skip_lost) const {
     }
   }
   return best_index;
+}
+
+// Moves-left utility (models.search_rules.moves_left_utility): weight =
+// -sign(Q) * (|Q| - threshold) / (1 - threshold) when |Q| > threshold.
+bool SearchTree::moves_left_terms(const Node& node, double& weight, double& parent_m) const {
+  if (params_.moves_left_slope == 0.0 || node.visits == 0) return false;
+  const double parent = static_cast<double>(node.visits);
+  const double q = node.value_sum / parent;
+  const double excess = std::abs(q) - params_.moves_left_threshold;
+  if (!(excess > 0.0)) return false;
+  const double fraction = excess / (1.0 - params_.moves_left_threshold);
+  weight = q > 0.0 ? -fraction : fraction;
+  parent_m = node.moves_left_sum / parent;
+  return true;
 }
 
 double SearchTree::child_utility(const Edge& edge, double weight, double parent_m) const {
@@ -246,7 +266,7 @@ RootStats SearchTree::result() const {
     for (int i = 0; i < count; ++i) {
       if (!(skip_lost && edge[i].proof == 1)) top = std::max(top, counts[i]);
     }
-    best = gumbel_argmax(root, counts, gumbel, top, skip_lost);
+    best = gumbel_argmax(root, counts, gumbel, top, skip_lost ? Skip::kLost : Skip::kNone);
   } else {
     double best_visits = -1.0, best_prior = 0.0;
     for (int i = 0; i < count; ++i) {

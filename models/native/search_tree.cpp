@@ -195,7 +195,7 @@ int SearchTree::collect(LeafBatch& out, int limit) {
     return reach_leaf(root_, nullptr, 0, out) ? 1 : 0;
   }
   int got = 0, misses = 0, attempts = 0;
-  while (got < limit && done_ + in_flight_ < target_ && attempts < 4 * limit) {
+  while (got < limit && done_ + in_flight_ < target_ && attempts < 4 * limit && !exhausted()) {
     ++attempts;
     if (simulate(out)) {
       ++got;

@@ -13,6 +13,13 @@ with a ``should_stop`` check between network batches), so it can end on a
 node limit, a depth, a clock or a :class:`SearchControl` stop from another
 thread, and report progress about once a second.
 
+The trees are analysis trees (``score_alternatives``): once the solver has
+proven the root, the simulations go to the root moves that are not proven, so
+they get scores (MultiPV) and the node count stays the real work; replaying
+the proof would add a visit per simulation without any evaluation.  When
+every root move is proven the search ends on its own (nothing is left to
+learn).
+
 Positions the search refuses but where moves remain (a draw that may be
 claimed: threefold repetition, 50-move rule) get the move with the highest
 prior from one network evaluation, so a GUI that does not claim draws still
@@ -207,7 +214,11 @@ class NetPlayer:
         self._tree = self._new_tree(board.copy())
 
     def _new_tree(self, board: chess.Board) -> SearchTree:
-        return new_tree(board, self.config, self.evaluator, cache=self._cache, rng=self._rng, seed=self._seed)
+        tree = new_tree(
+            board, self.config, self.evaluator, cache=self._cache, rng=self._rng, seed=self._seed
+        )
+        tree.score_alternatives = True
+        return tree
 
     def search(
         self,
@@ -240,7 +251,10 @@ class NetPlayer:
             return self._policy_report(tree, moves, control)
         start_visits = tree_visits(tree)
         self._run(tree, control, on_progress, progress_interval_s, start_visits)
-        return self._report(tree, control, start_visits, temperature)
+        report = self._report(tree, control, start_visits, temperature)
+        if tree.exhausted:
+            return replace(report, note="every move is proven: nothing is left to search")
+        return report
 
     # -- internals -------------------------------------------------------
 
@@ -274,6 +288,9 @@ class NetPlayer:
             was_expanded = tree.root.expanded
             tree.start(num_simulations=goal)
             run_trees([tree], self.evaluator, should_stop=should_stop)
+            if tree.exhausted:
+                log.info("every root move is proven in %s: the search ends", tree.board.fen())
+                return
             if was_expanded and tree_visits(tree) == visits:
                 log.warning(
                     "search made no progress at %d simulations in %s", visits, tree.board.fen()

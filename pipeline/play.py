@@ -5,37 +5,72 @@ typed in SAN (``Nf3``, ``exd5``, ``O-O``) or UCI (``g1f3``, ``e7e8q``).
 After each of its moves the net shows its evaluation (centipawns from
 White's point of view, mapped from its value as in
 :mod:`pipeline.uci.analysis`, or a proven mate) and its expected line.
+A move that cannot be played is answered with one line saying why, with the
+legal moves of the piece it names (:func:`bad_move_message`).
 
-Commands at the prompt: ``help``, ``undo`` (take back your last move and the
-net's answer), ``eval`` (the net's view of your position, without moving),
-``moves`` (your legal moves), ``board``, ``draw`` (claim a draw by repetition
-or the 50-move rule), ``resign``, ``quit``.
+The commands at the prompt are :data:`COMMANDS`, the one list that both the
+in-game ``help`` and ``zerochess play --help`` print.
+
+Before the first prompt the network runs at each batch size the search will
+use (:func:`warm_up`), so its one-time costs at a new shape stay out of the
+net's first move.
+
+Only python-chess is imported with this module (the search and the network
+come with the :class:`NetPlayer` the caller passes), so ``--help`` can read
+:data:`COMMANDS` without loading torch.
 """
 
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Callable
-from typing import TextIO
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TextIO
 
 import chess
 import chess.pgn
 
-from pipeline.uci.analysis import MoveLine, value_to_centipawns
-from pipeline.uci.player import NetPlayer, SearchControl, SearchReport
+if TYPE_CHECKING:  # torch comes with them: loaded by the caller, not for --help
+    from pipeline.uci.analysis import MoveLine
+    from pipeline.uci.player import NetPlayer, SearchControl, SearchReport
 
 NET_NAME = "zerochess"
-HELP = (
-    "Type a move in SAN (Nf3, exd5, O-O, e8=Q) or UCI (g1f3, e7e8q), or a command:\n"
-    "  undo    take back your last move (and the net's answer)\n"
-    "  eval    show the net's view of the position without moving\n"
-    "  moves   list your legal moves\n"
-    "  board   draw the board again\n"
-    "  draw    claim a draw (threefold repetition or 50-move rule)\n"
-    "  resign  give up the game\n"
-    "  quit    leave without a result\n"
-    "  help    this text"
+
+COMMANDS: tuple[tuple[str, str], ...] = (
+    ("undo", "take back your last move (and the net's answer)"),
+    ("eval", "show the net's view of the position without moving"),
+    ("moves", "list your legal moves"),
+    ("board", "draw the board again"),
+    ("draw", "claim a draw (threefold repetition or 50-move rule)"),
+    ("resign", "give up the game"),
+    ("quit", "leave without a result"),
+    ("help", "list these commands"),
 )
+"""The commands at the prompt and what they do, in the order shown."""
+
+MOVE_FORMATS = "a move in SAN (Nf3, exd5, O-O, e8=Q) or UCI (g1f3, e7e8q), or a command:"
+
+EXAMPLES = "(e4, Nf3, g1f3)"
+"""Moves shown to someone who typed no move."""
+
+MAX_LISTED = 8
+"""Most legal moves named in the answer to a move that cannot be played."""
+
+WARM_UP_ROUNDS = 2
+"""Network calls at each batch size before the first move: the first at a new
+shape may only record it (TorchScript's profiling executor), the second builds
+the graph specialised to it."""
+
+
+def game_help(lead: str = "Type") -> str:
+    """How to move and the commands at the prompt, one per line: the in-game
+    ``help`` and ``zerochess play --help``'s epilog (with another ``lead``)."""
+    commands = "\n".join(f"  {name:<7} {text}" for name, text in COMMANDS)
+    return f"{lead} {MOVE_FORMATS}\n{commands}"
+
+
+HELP = game_help()
 
 
 def render_board(
@@ -63,24 +98,193 @@ def parse_move(board: chess.Board, text: str) -> chess.Move:
     """The legal move written ``text`` in SAN or UCI.
 
     Raises:
-        ValueError: not a legal move here; the message names the text and the FEN.
+        ValueError: not a legal move here; the message names the text and the FEN
+            (the player is told :func:`bad_move_message` instead).
     """
     text = text.strip()
     try:
-        return board.parse_san(text)
+        move = board.parse_san(text)
+        if move:  # parse_san reads "--", "0000" as the null move
+            return move
     except ValueError:
         pass
     try:
         move = chess.Move.from_uci(text.lower())
     except ValueError:
         move = None
-    if move is not None and board.is_legal(move):
+    if move and board.is_legal(move):
         return move
     raise ValueError(f"{text!r} is not a legal move in {board.fen()}")
 
 
+@dataclass(frozen=True)
+class NamedMove:
+    """What an unplayable move names: the mover's pieces it may start from and
+    the destination (and promotion) written.
+
+    Attributes:
+        origins: squares of the side to move's pieces the text can mean.
+        reaches: whether a move goes where the text says.
+        moves_label: the hint's noun (``knight moves``, ``moves from e2``).
+        none_label: why there is nothing to move (``you have no queen``).
+    """
+
+    origins: chess.SquareSet
+    reaches: Callable[[chess.Move], bool]
+    moves_label: str
+    none_label: str
+
+
+UCI_MOVE = re.compile(r"^[a-h][1-8][a-h][1-8][qrbn]?\Z")
+"""A move written in UCI (lower case)."""
+
+CASTLING = {"O-O": True, "0-0": True, "O-O-O": False, "0-0-0": False}
+"""Castling as typed -> kingside."""
+
+
+def name_move(board: chess.Board, text: str) -> NamedMove | None:
+    """What ``text`` (castling, UCI or SAN) names for the side to move, or
+    ``None`` when it is not written as a move."""
+    text = text.strip().rstrip("+#")
+    if text in CASTLING:
+        kingside = CASTLING[text]
+        return NamedMove(
+            board.pieces(chess.KING, board.turn),
+            lambda m: board.is_castling(m) and board.is_kingside_castling(m) == kingside,
+            "king moves",
+            "you have no king",
+        )
+    if UCI_MOVE.match(text.lower()):
+        return _name_uci(board, text.lower())
+    return _name_san(board, text)
+
+
+def _name_uci(board: chess.Board, text: str) -> NamedMove | None:
+    """The piece on the origin square of a UCI move (``None`` for ``a1a1``)."""
+    try:
+        written = chess.Move.from_uci(text)
+    except ValueError:
+        return None
+    origin = chess.square_name(written.from_square)
+    return NamedMove(
+        chess.SquareSet(board.occupied_co[board.turn] & chess.BB_SQUARES[written.from_square]),
+        lambda m: m.to_square == written.to_square and m.promotion == written.promotion,
+        f"moves from {origin}",
+        f"you have no piece on {origin}",
+    )
+
+
+def _name_san(board: chess.Board, text: str) -> NamedMove | None:
+    """The pieces a SAN move can mean (type, and the file or rank written;
+    a pawn push means the pawn of its file)."""
+    match = chess.SAN_REGEX.match(text)
+    if match is None:
+        return None
+    piece_letter, from_file, from_rank, target, promotion = match.groups()
+    piece_type = chess.PIECE_SYMBOLS.index(piece_letter.lower()) if piece_letter else chess.PAWN
+    to_square = chess.parse_square(target)
+    promoted = chess.PIECE_SYMBOLS.index(promotion[-1].lower()) if promotion else None
+    if piece_type == chess.PAWN and from_file is None:
+        from_file = target[0]
+    mask = board.pieces_mask(piece_type, board.turn)
+    if from_file:
+        mask &= chess.BB_FILES[chess.FILE_NAMES.index(from_file)]
+    if from_rank:
+        mask &= chess.BB_RANKS[int(from_rank) - 1]
+    name = f"{from_file}-pawn" if piece_type == chess.PAWN else chess.piece_name(piece_type)
+    return NamedMove(
+        chess.SquareSet(mask),
+        lambda m: m.to_square == to_square and m.promotion == promoted,
+        f"{name} moves",
+        f"you have no {name}",
+    )
+
+
+def bad_move_message(board: chess.Board, text: str) -> str:
+    """One line for ``text``, which is no legal move here: not understood,
+    ambiguous or illegal and why, with the legal moves of the piece it names."""
+    text = text.strip()
+    named = name_move(board, text)
+    if named is None:
+        return f"{text!r} is not a move or a command: type a move {EXAMPLES}, 'moves' or 'help'."
+    if not named.origins:
+        return f"{text} is illegal here: {named.none_label}."
+    mine = [move for move in board.legal_moves if move.from_square in named.origins]
+    meant = [move for move in mine if named.reaches(move)]
+    if len(meant) > 1:
+        return f"{text} is ambiguous here: {' or '.join(sorted(board.san(m) for m in meant))}."
+    why = _why_illegal(board, named)
+    if not mine:
+        return f"{text} is illegal here{why}. No legal {named.moves_label}; 'moves' lists yours."
+    return f"{text} is illegal here{why}. Legal {named.moves_label}: {list_moves(board, mine)}."
+
+
+def _why_illegal(board: chess.Board, named: NamedMove) -> str:
+    """``": you are in check"`` or ``": it would leave your king in check"``
+    when that is why, else nothing (the piece cannot go there)."""
+    if board.is_check():
+        return ": you are in check"
+    pseudo = (m for m in board.pseudo_legal_moves if m.from_square in named.origins)
+    return ": it would leave your king in check" if any(named.reaches(m) for m in pseudo) else ""
+
+
+def list_moves(board: chess.Board, moves: list[chess.Move], limit: int = MAX_LISTED) -> str:
+    """``moves`` in SAN, sorted, at most ``limit`` of them named."""
+    names = sorted(board.san(move) for move in moves)
+    if len(names) <= limit:
+        return ", ".join(names)
+    return f"{', '.join(names[:limit])} and {len(names) - limit} more ('moves' lists all)"
+
+
+def describe_outcome(outcome: chess.Outcome) -> str:
+    """The end of a game in words: ``checkmate, White wins 1-0``,
+    ``stalemate, draw 1/2-1/2``."""
+    how = outcome.termination.name.lower().replace("_", " ")
+    winner = outcome.winner
+    who = "draw" if winner is None else f"{chess.COLOR_NAMES[winner].capitalize()} wins"
+    return f"{how}, {who} {outcome.result()}"
+
+
+def last_move_note(board: chess.Board) -> str:
+    """What the last move did: the game's end with its result, or a check."""
+    outcome = board.outcome()
+    if outcome is not None:
+        return f"  ({describe_outcome(outcome)})"
+    return "  (check)" if board.is_check() else ""
+
+
+def warm_up(evaluator: object, largest_batch: int, rounds: int = WARM_UP_ROUNDS) -> int:
+    """Run ``evaluator`` (by the native protocol, ``evaluate_batch``) on empty
+    planes at every batch size from 1 to ``largest_batch`` (the search's
+    ``leaves_per_batch``), ``rounds`` times each, and return the calls made
+    (0 for an evaluator without ``evaluate_batch``: nothing to warm).
+
+    A network's first forward at a new batch size pays one-time costs: the
+    TorchScript profiling executor specialises the graph, oneDNN (and cuDNN,
+    or CUDA's lazily loaded kernels) build their kernels for the shape.  Paid
+    here, before the first prompt, they stay out of the net's first move.
+    """
+    evaluate_batch = getattr(evaluator, "evaluate_batch", None)
+    if not callable(evaluate_batch):
+        return 0
+    import numpy as np  # with the network, not for --help
+
+    from models.encoding import NUM_PLANES
+
+    calls = 0
+    for size in range(1, largest_batch + 1):
+        planes = np.zeros((size, NUM_PLANES, 8, 8), dtype=np.uint8)
+        rows, indices = np.arange(size, dtype=np.int64), np.zeros(size, dtype=np.int64)
+        for _ in range(rounds):
+            evaluate_batch(planes, rows, indices)
+            calls += 1
+    return calls
+
+
 def describe_score(line: MoveLine | None, report: SearchReport, mover: chess.Color) -> str:
     """The evaluation of ``line`` (played by ``mover``) from White's point of view."""
+    from pipeline.uci.analysis import value_to_centipawns  # with the search, not for --help
+
     if line is not None and line.mate is not None:
         winner = mover if line.mate > 0 else not mover
         return f"mate in {abs(line.mate)} for {chess.COLOR_NAMES[winner]}"
@@ -150,6 +354,7 @@ class PlaySession:
         self.player.set_position(self.board)
         self._say(f"You play {chess.COLOR_NAMES[self.human]}. Type 'help' for commands.")
         self._show()
+        warm_up(self.player.evaluator, self.player.config.leaves_per_batch)
         while self.result is None:
             outcome = self.board.outcome()
             if outcome is not None:
@@ -176,8 +381,8 @@ class PlaySession:
             return
         try:
             move = parse_move(self.board, text)
-        except ValueError as error:
-            self._say(f"{error}. Type 'moves' for the legal moves, 'help' for commands.")
+        except ValueError:
+            self._say(bad_move_message(self.board, text))
             return
         self._say(f"You play {self.board.san(move)}.")
         self._push(move)
@@ -244,7 +449,7 @@ class PlaySession:
             self.board.pop()
             san = self.board.san(last)
             self.board.push(last)
-            self._say(f"last move: {san}{'  (check)' if self.board.is_check() else ''}")
+            self._say(f"last move: {san}{last_move_note(self.board)}")
         return True
 
     def _draw(self) -> bool:

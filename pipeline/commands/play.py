@@ -10,14 +10,18 @@ from typing import TYPE_CHECKING
 
 from pipeline.commands.uci import add_network_arguments, engine_config, load_from_args
 
-if TYPE_CHECKING:  # chess, torch and the search load when the command runs, not for --help
+if TYPE_CHECKING:  # torch and the search load when the command runs, not for --help
     import chess
 
 log = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from pipeline.play import game_help  # python-chess only: no torch for --help
+
     add_network_arguments(parser)
+    parser.epilog = game_help("During the game, type")
+    parser.formatter_class = _with_epilog_lines(parser.formatter_class)
     parser.add_argument(
         "--color",
         choices=("white", "black", "random"),
@@ -38,6 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--threads", type=int, help="torch threads for the network (default: torch's)"
     )
     parser.add_argument("--unicode", action="store_true", help="draw the pieces as Unicode symbols")
+
+
+def _with_epilog_lines(formatter: type[argparse.HelpFormatter]) -> type[argparse.HelpFormatter]:
+    """``formatter`` keeping the line breaks of the description and epilog
+    (argparse refills them into one paragraph otherwise)."""
+    return type(f"Raw{formatter.__name__}", (argparse.RawDescriptionHelpFormatter, formatter), {})
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,6 +1,7 @@
 # zerochess: the two set-up commands are `make demo` and `make test`.
 # Both create .venv, install PyTorch ($(TORCH_SPEC)), the project and
-# Debian's stockfish when missing, then run.
+# Debian's stockfish when missing (`make test` also the ssh tools and
+# chromium its tests use), then run.
 #
 # GPU users: choose the torch build with TORCH_SPEC, e.g.
 #   make demo TORCH_SPEC="torch==2.13.0 --index-url <your CUDA wheel index>"
@@ -20,7 +21,7 @@ NATIVE_SOURCES := setup.py $(wildcard models/native/*.cpp models/native/*.h)
 # ZEROCHESS_NATIVE_WERROR): the code compiles clean under -Wall -Wextra.
 NATIVE_WERROR ?= 1
 
-.PHONY: demo test install stockfish ssh-tools toolchain native native-test bench clean
+.PHONY: demo test install stockfish ssh-tools chromium toolchain native native-test bench clean
 
 # The native core (models/native/, C++17) needs a C++ compiler and Python's
 # headers; Debian's g++ and python3-dev are installed when missing.
@@ -84,12 +85,23 @@ ssh-tools:
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server openssh-client rsync >/dev/null; \
 	fi
 
+# tests/test_mlflow_ui.py renders MLflow's UI in a headless browser:
+# Debian's chromium (started as `chromium --headless`).
+chromium:
+	@if command -v chromium >/dev/null; then \
+	  echo "chromium: found"; \
+	else \
+	  echo "chromium: installing Debian's package"; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	fi
+
 install: $(STAMP) stockfish
 
 demo: install
 	$(VENV)/bin/zerochess run --preset demo --out runs/demo $(DEMO_ARGS)
 
-test: install ssh-tools
+test: install ssh-tools chromium
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: install

@@ -24,6 +24,7 @@ from pipeline.commands.stage import (
     ensure_native,
     link_window,
     native_module_name,
+    report_figures,
     train_facts,
     write_figures,
     write_report,
@@ -196,6 +197,44 @@ def test_report_rows_metrics_and_plots(tmp_path: Path) -> None:
                       "ladder0_elo_clamped": 0}  # fmt: skip
     assert json.loads((metrics_dir / "gen0001.json").read_text())["ladder0_elo_clamped"] == 1
     assert json.loads(plots.read_text()) == rows
+
+
+def colour_pixels(figure: Any, colour: Any, shown: list[Any]) -> int:
+    """The pixels of ``colour`` in ``figure`` drawn with only the lines in
+    ``shown`` of its first axis visible (and no legend)."""
+    import numpy as np
+    from matplotlib.colors import to_rgb
+
+    axis = figure.axes[0]
+    axis.get_legend().set_visible(False)
+    for line in axis.get_lines():
+        line.set_visible(line in shown)
+    figure.canvas.draw()
+    pixels = np.asarray(figure.canvas.buffer_rgba())[..., :3].astype(float) / 255
+    return int((np.abs(pixels - np.array(to_rgb(colour))).max(axis=-1) < 0.1).sum())
+
+
+def test_the_total_loss_is_drawn_over_the_policy_loss_it_nearly_equals() -> None:
+    """The total loss runs almost on the policy loss: where they coincide,
+    the total (dashed, on top, in its own colour) and the policy loss both
+    keep at least a third of the pixels each has drawn alone."""
+    import matplotlib.pyplot as plt
+
+    rows = [{"generation": g, "loss_policy": loss, "loss_value": 0.4, "loss_total": loss} for g, loss in
+            ((1, 6.0), (2, 5.5), (3, 5.2))]  # fmt: skip
+    figures = report_figures(rows)
+    figure = figures["loss.png"]
+    lines = figure.axes[0].get_lines()
+    assert [line.get_label() for line in lines] == ["loss_policy", "loss_value", "loss_total"]
+    assert lines[2].get_linestyle() != "-" and lines[2].get_color() != lines[0].get_color()
+    for line in (lines[0], lines[2]):
+        others = [other for other in lines if other is not line]
+        colour = line.get_color()
+        alone = colour_pixels(figure, colour, [line]) - colour_pixels(figure, colour, [])
+        seen = colour_pixels(figure, colour, lines) - colour_pixels(figure, colour, others)
+        assert seen > alone / 3, f"{line.get_label()} hidden: {seen} of its {alone} pixels show"
+    for open_figure in figures.values():
+        plt.close(open_figure)
 
 
 def test_dvc_plots_show_the_report_figures_offline(tmp_path: Path) -> None:

@@ -47,6 +47,7 @@ import argparse
 import io
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -343,49 +344,45 @@ def write_report(
         handle.write(json.dumps(rows, indent=2).encode())
 
 
+LOSS_KEYS = ("loss_policy", "loss_value", "loss_total")
+"""The curves of ``loss.png``, in drawing order: the total last, over its parts."""
+
+LINE_STYLE: dict[str, Any] = {"marker": "o", "linestyle": "-"}
+TOTAL_LINE_STYLE: dict[str, Any] = {"color": "black", "marker": "s", "markerfacecolor": "none",
+                                    "linestyle": (0, (3, 3)), "zorder": 3}  # fmt: skip
+"""``loss_total`` is the policy loss plus the weighted value, L2 (and soft
+policy, moves left) terms, small beside it, so its curve runs almost on the
+policy curve: dashed with gaps as long as its dashes, black, with open
+squares and drawn on top, it leaves the policy curve visible through the gaps."""
+
+
+def report_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The figures of the generations in ``rows`` by file name: ``loss.png``
+    (policy, value and total loss) and ``elo.png`` (Elo against the best and
+    the ladder levels).  The caller closes them."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    elo_keys = ["elo_vs_best", *sorted(k for k in {k for row in rows for k in row} if k.endswith("_elo")
+                                        and k.startswith("ladder"))]  # fmt: skip
+    return {"loss.png": _chart(rows, "Training loss by generation", "loss", LOSS_KEYS),
+            "elo.png": _chart(rows, "Elo by generation (candidate's view)", "Elo", elo_keys)}  # fmt: skip
+
+
 def write_figures(rows: list[dict[str, Any]], folder: str | os.PathLike[str]) -> list[Path]:
     """``loss.png`` and ``elo.png`` of the generations in ``rows`` in ``folder``:
     whole generations on the x axis, titled axes, and an Elo that is only
     the clamp's bound (a score of 0 or 1, or a ladder level the gate marks
     ``elo_clamped``) drawn as an open triangle pointing down (up).  Returns
     the files written."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
 
     from pipeline.atomic import atomic_write
-    from pipeline.loop_plots import mark_bounds
 
     target = Path(folder)
     target.mkdir(parents=True, exist_ok=True)
-    generations = [row["generation"] for row in rows]
-    elo_keys = ["elo_vs_best", *sorted(k for k in {k for row in rows for k in row} if k.endswith("_elo")
-                                        and k.startswith("ladder"))]  # fmt: skip
-    charts = [("loss.png", "Training loss by generation", "loss", ["loss_total", "loss_policy", "loss_value"]),
-              ("elo.png", "Elo by generation (candidate's view)", "Elo", elo_keys)]  # fmt: skip
     written = []
-    for name, title, ylabel, keys in charts:
-        figure, axis = plt.subplots(figsize=(6, 4))
-        bounds = False
-        for key in keys:
-            values = [row.get(key) for row in rows]
-            if all(value is None for value in values):
-                continue
-            (line,) = axis.plot(generations, [float("nan") if v is None else v for v in values], "o-", label=key)
-            clamped = [_is_bound(row, key) for row in rows]
-            below, above = ([(g, v) for g, v, c in zip(generations, values, clamped)
-                             if c and v is not None and (v < 0) == side] for side in (True, False))  # fmt: skip
-            bounds |= mark_bounds(axis, line.get_color(), below, above, facecolor="white", size=10)
-        if bounds:
-            axis.plot([], [], "v", color="grey", markerfacecolor="white", label="clamped: the Elo is below (above) this")
-        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
-        axis.set(title=title, xlabel="generation", ylabel=ylabel)
-        if axis.get_legend_handles_labels()[0]:
-            axis.legend(fontsize="small")
-        axis.grid(alpha=0.3)
-        figure.tight_layout()
+    for name, figure in report_figures(rows).items():
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png", dpi=100, metadata={"Software": None})  # no version: stable bytes
         plt.close(figure)
@@ -393,6 +390,43 @@ def write_figures(rows: list[dict[str, Any]], folder: str | os.PathLike[str]) ->
             handle.write(buffer.getvalue())
         written.append(target / name)
     return written
+
+
+def _chart(rows: list[dict[str, Any]], title: str, ylabel: str, keys: Sequence[str]) -> Any:
+    """One figure: a curve per key of ``keys`` that some row has, by generation."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    figure, axis = plt.subplots(figsize=(6, 4))
+    bounds = False
+    for key in keys:
+        bounds |= _curve(axis, rows, key)
+    if bounds:
+        axis.plot([], [], "v", color="grey", markerfacecolor="white", label="clamped: the Elo is below (above) this")
+    axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axis.set(title=title, xlabel="generation", ylabel=ylabel)
+    if axis.get_legend_handles_labels()[0]:
+        axis.legend(fontsize="small")
+    axis.grid(alpha=0.3)
+    figure.tight_layout()
+    return figure
+
+
+def _curve(axis: Any, rows: list[dict[str, Any]], key: str) -> bool:
+    """Draw ``row[key]`` by generation on ``axis`` (nothing when no row has
+    it), its clamped Elo bounds as open triangles; whether there were any."""
+    from pipeline.loop_plots import mark_bounds
+
+    generations = [row["generation"] for row in rows]
+    values = [row.get(key) for row in rows]
+    if all(value is None for value in values):
+        return False
+    style = TOTAL_LINE_STYLE if key == "loss_total" else LINE_STYLE
+    (line,) = axis.plot(generations, [float("nan") if v is None else v for v in values], label=key, **style)
+    clamped = [_is_bound(row, key) for row in rows]
+    below, above = ([(g, v) for g, v, c in zip(generations, values, clamped)
+                     if c and v is not None and (v < 0) == side] for side in (True, False))  # fmt: skip
+    return mark_bounds(axis, line.get_color(), below, above, facecolor="white", size=10)
 
 
 def _is_bound(row: dict[str, Any], key: str) -> bool:

@@ -29,7 +29,9 @@ __all__ = [
     "default_tracking_uri",
     "git_commit",
     "mark_training_experiment",
+    "mlflow_runs_url",
     "mlflow_ui_command",
+    "mlflow_ui_hint",
     "resolve_tracking_uri",
 ]
 
@@ -43,13 +45,14 @@ MAX_PARAM_LENGTH = 6000
 
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 TRAINING_KIND = "custom_model_development"
-"""MLflow 3's UI opens an experiment of this kind on its runs (model
-training) instead of the GenAI traces view."""
+"""The experiment kind of model training.  MLflow 3.17's UI shows it but
+does not choose its GenAI or model-training side by it: the address of
+:func:`mlflow_runs_url` does."""
 
 
 def mark_training_experiment(client: Any, experiment_id: str) -> None:
-    """Tag the experiment as model training, so ``mlflow ui`` opens it on its
-    runs (an experiment that already has a kind keeps it)."""
+    """Tag the experiment as model training (an experiment that already has a
+    kind keeps it)."""
     experiment = client.get_experiment(experiment_id)
     if EXPERIMENT_KIND_TAG not in (experiment.tags or {}):
         client.set_experiment_tag(experiment_id, EXPERIMENT_KIND_TAG, TRAINING_KIND)
@@ -65,6 +68,31 @@ def mlflow_ui_command(tracking_uri: str) -> str:
     mlflow = Path(sys.executable).parent / "mlflow"
     program = os.path.relpath(mlflow) if not os.path.relpath(mlflow).startswith("..") else str(mlflow)
     return f"{shlex.quote(program)} ui --backend-store-uri {shlex.quote(tracking_uri)} --host 127.0.0.1"
+
+
+UI_PORT = 5000
+"""The port ``mlflow ui`` listens on unless given ``--port``."""
+
+
+WORKFLOW = "workflowType=machine_learning"
+"""The address parameter that opens MLflow 3.17's UI on its model-training side."""
+
+
+def mlflow_runs_url(experiment_id: str, port: int = UI_PORT) -> str:
+    """The address of ``experiment_id``'s runs table in ``mlflow ui`` on
+    127.0.0.1:``port``.
+
+    MLflow 3.17's UI chooses between its GenAI and model-training sides from
+    the ``workflowType`` parameter of the address, else from the browser's
+    last choice (GenAI at first), whatever the experiment's kind tag says:
+    ``machine_learning`` opens the model-training side, on the *Runs* tab."""
+    return f"http://127.0.0.1:{port}/#/experiments/{experiment_id}/runs?{WORKFLOW}"
+
+
+def mlflow_ui_hint(tracking_uri: str, experiment_id: str) -> str:
+    """What ``zerochess run`` prints at the end: the ``mlflow ui`` command of
+    its store, then the address of its experiment's runs."""
+    return f"compare runs: {mlflow_ui_command(tracking_uri)}\n  then open {mlflow_runs_url(experiment_id)}"
 
 
 def default_tracking_uri(out_dir: str | os.PathLike[str]) -> str:

@@ -266,8 +266,8 @@ class AsyncLoop(PoolRole, TrainerRole, GateRole):
                  f"best net v{self.version}")  # fmt: skip
         gates = [e for e in self.ledger.entries if e["stage"] == "gate"]
         return {"candidates": gates, "best": self.best, "version": self.version, "mlflow": self.tracker.uri,
-                "parent_run": self.tracker.parent_id, "busy": busy, "games": games, "positions": positions,
-                "step": self.step}  # fmt: skip
+                "experiment_id": self.tracker.experiment_id, "parent_run": self.tracker.parent_id, "busy": busy,
+                "games": games, "positions": positions, "step": self.step}  # fmt: skip
 
     def shutdown(self) -> None:
         """Kill every actor this loop started (their match actors die with the gatekeeper)."""

@@ -66,20 +66,25 @@ def run_pipeline(
     init_net: str | None = None,
     on_event: Callable[[str], None] | None = None,
     board: StatusBoard | None = None,
+    on_report: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Run ``config.run.generations`` generations into ``out`` (resumable).
 
     ``init_net`` (e.g. a supervised ``zerochess pretrain`` export) replaces the
     random generation-0 network; it must have ``config.net``'s architecture.
     ``board`` (a :class:`pipeline.status.StatusBoard`) gets the live figures.
+    ``on_event`` gets each stage's progress line, ``on_report`` (default:
+    ``on_event``) the report: generation 0's measure, then one line a
+    generation, those a resumed run finished before included.
     On an error or an interrupt the MLflow runs it opened are ended (FAILED,
     KILLED), so none stays RUNNING.  Returns the generations' summaries
-    (``generations``), the ``best`` net, the MLflow store (``mlflow``), the
-    ``parent_run`` and generation 0's measure (``measure_gen0``)."""
+    (``generations``), the ``best`` net, the MLflow store (``mlflow``), its
+    ``experiment_id``, the ``parent_run`` and generation 0's measure
+    (``measure_gen0``)."""
     out, ledger, tracker = open_run(config, out, init_net)
     board = board or StatusBoard(RunStatus(str(out), config.run.generations), live=False)
     with runs_ended_on_error(tracker):
-        return SyncLoop(config, out, ledger, tracker, board, on_event).run(init_net)
+        return SyncLoop(config, out, ledger, tracker, board, on_event, on_report).run(init_net)
 
 
 class SyncLoop:
@@ -87,15 +92,23 @@ class SyncLoop:
     each stage runs once, its ledger line says it is done."""
 
     def __init__(self, config: Config, out: Path, ledger: Ledger, tracker: Tracker, board: StatusBoard,
-                 on_event: Callable[[str], None] | None) -> None:  # fmt: skip
+                 on_event: Callable[[str], None] | None,
+                 on_report: Callable[[str], None] | None = None) -> None:  # fmt: skip
         self.config, self.out, self.ledger, self.tracker, self.board = config, out, ledger, tracker, board
         self.emit = on_event or (lambda text: log.info("%s", text))
+        self.tell = on_report or self.emit
         self.games = Ledger(out / GAMES_FILE)
         self.shards = config.run.shards or str(out / "shards")
 
     def say(self, text: str) -> None:
+        """A stage's progress line."""
         self.board.note(text)
         self.emit(text)
+
+    def report(self, text: str) -> None:
+        """A line of the run's report (the lines the README shows for make demo)."""
+        self.board.note(text)
+        self.tell(text)
 
     def run(self, init_net: str | None) -> dict[str, Any]:
         config, ledger, tracker = self.config, self.ledger, self.tracker
@@ -103,6 +116,8 @@ class SyncLoop:
         self.board.update(best=best, mlflow=tracker.uri, max_steps=config.train.max_steps)
         gen0 = ledger.find(0, "init")["net"]  # type: ignore[index]
         baseline = self.measure(0, gen0, gen0)
+        if baseline:
+            self.report(f"generation 0 (random net): {measure_text(baseline)}")
         history: list[dict[str, Any]] = [e["summary"] for e in ledger.entries if e["stage"] == "generation"]
         latest = best  # training continues from the newest trained net; self-play uses the best
         for generation in range(1, config.run.generations + 1):
@@ -110,16 +125,17 @@ class SyncLoop:
             if finished is not None:
                 best = finished["best"]
                 latest = ledger.find(generation, "train")["net"]  # type: ignore[index]
+                self.report(status_line(finished["summary"]))
                 continue
             summary, best, latest = self.generation(generation, best, latest, gen0, baseline)
             history.append(summary)
             _write_metrics(self.out, history, baseline)
-            self.say(status_line(summary))
+            self.report(status_line(summary))
         _plot(self.out, history, tracker, baseline)
         tracker.finish(tracker.parent_id)
         self.board.update(stage="finished")
         return {"generations": history, "best": best, "mlflow": tracker.uri, "parent_run": tracker.parent_id,
-                "measure_gen0": baseline}  # fmt: skip
+                "experiment_id": tracker.experiment_id, "measure_gen0": baseline}  # fmt: skip
 
     def generation(self, generation: int, best: str, latest: str, gen0: str,
                    baseline: dict[str, float]) -> tuple[dict[str, Any], str, str]:  # fmt: skip
@@ -237,8 +253,6 @@ class SyncLoop:
             for run in [run_id] if run_id else []:
                 self.tracker.log_metrics(run, figures)
             self.tracker.log_metrics(self.tracker.parent_id, figures, step=generation)
-            if generation == 0:
-                self.say(f"generation 0 (random net): {measure_text(figures)}")
         figures = entry["figures"]
         shown = f"generation {generation}: {measure_text(figures)}"
         if baseline and generation:

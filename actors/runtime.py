@@ -13,13 +13,14 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 import ray
 
 log = logging.getLogger(__name__)
 
 
-def init_ray(address: str | None = None, num_cpus: int | None = None) -> None:
+def init_ray(address: str | None = None, num_cpus: int | None = None, *, verbose: bool = False) -> None:
     """Start or join Ray once, with Ray's token authentication on.
 
     ``RAY_AUTH_MODE`` defaults to ``token``: a local instance then admits only
@@ -39,7 +40,15 @@ def init_ray(address: str | None = None, num_cpus: int | None = None) -> None:
     if this driver dies without shutting Ray down (SIGKILL, out of memory), the
     reaper ends the processes the instance started.  Ray's fate sharing ends
     its daemons, but its dashboard and runtime-env agents outlive a killed
-    driver by a minute or two (they keep retrying the dead GCS)."""
+    driver by a minute or two (they keep retrying the dead GCS).
+
+    What the workers write reaches this driver's stderr, each line after
+    ``(ActorName pid=...)``: their warnings and errors (a Stockfish restarted,
+    a game aborted), not their progress notes, whose records stop at Python's
+    last-resort handler (warnings and up).  Ray's own driver notices ("Started
+    a local Ray instance") are kept to warnings too.  With ``verbose``
+    (``--verbose``) the workers log everything, debug included, as the driver
+    does (:func:`verbose_worker_logging`), and Ray's notices show."""
     if ray.is_initialized():
         return
     use_auth_mode()
@@ -51,13 +60,30 @@ def init_ray(address: str | None = None, num_cpus: int | None = None) -> None:
         start_reaper()
     check_reachable(address or os.environ.get("RAY_ADDRESS", ""))
     try:
-        ray.init(address=address, num_cpus=num_cpus, log_to_driver=False, include_dashboard=False)
+        ray.init(address=address, num_cpus=num_cpus, include_dashboard=False, **_logging_options(verbose))
         protect_token()  # Ray writes it on the first start, readable by every local user
     except ConnectionError as error:
         raise RayUnreachableError(
             f"cannot join the Ray cluster at {address!r} (--ray-address / RAY_ADDRESS): "
             f"{str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__}"
         ) from error
+
+
+def _logging_options(verbose: bool) -> dict[str, Any]:
+    """``ray.init``'s logging arguments (see :func:`init_ray`).  The set-up hook
+    is only for ``verbose``: a job with a runtime environment starts its
+    workers a few seconds later."""
+    if not verbose:
+        return {"log_to_driver": True, "logging_level": logging.WARNING}
+    return {"log_to_driver": True, "logging_level": logging.INFO,
+            "runtime_env": {"worker_process_setup_hook": verbose_worker_logging}}  # fmt: skip
+
+
+def verbose_worker_logging() -> None:
+    """Ray's ``worker_process_setup_hook`` under ``--verbose``: a worker logs
+    every record, debug included, in the driver's format (Ray forwards the
+    lines to the driver's stderr)."""
+    logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s", force=True)
 
 
 def use_auth_mode(default: str = "token") -> str:

@@ -44,6 +44,21 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 EXIT_ERROR = 2
+VERBOSE_HELP = ("debug logging (the Ray workers' too), zerochess run's stage lines, the libraries' own notices "
+                "and tracebacks of errors")  # fmt: skip
+
+# The first commands a newcomer needs (command line after "zerochess", what it does):
+# ``zerochess --help`` shows them above the command list, and tests/test_cli.py
+# parses each with its command's own parser.
+FIRST_STEPS: tuple[tuple[str, str], ...] = (
+    ("run --preset demo --out runs/demo", "the loop that make demo runs"),
+    ("play --checkpoint CHECKPOINT", "play a game against a network"),
+    ("uci --checkpoint CHECKPOINT", "a network as a UCI engine"),
+)
+CHECKPOINT_HINT = (
+    "CHECKPOINT: a network file (runs/demo/best.txt names the demo's best one),\n"
+    "or champion --run runs/demo: the net that the demo's gate promoted last."
+)
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -51,16 +66,30 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     arguments (the others' modules are not imported)."""
     parser = argparse.ArgumentParser(
         prog="zerochess",
-        description="AlphaZero for chess: self-play with PUCT search, training and evaluation.",
+        description=_description(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("-v", "--verbose", action="store_true",
-                        help="debug logging, the libraries' own notices and tracebacks of errors")  # fmt: skip
+    parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module, help_text) in COMMANDS.items():
         command = sub.add_parser(name, help=help_text, description=help_text, formatter_class=_DefaultsShown)
+        # After the command too (make demo DEMO_ARGS=-v); unset there, the one before it counts.
+        command.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP)
         if only is None or only == name:
             _command_module(module).add_arguments(command)
     return parser
+
+
+def _description() -> str:
+    """The top-level help's text above the command list: what zerochess is,
+    then :data:`FIRST_STEPS` (one line each) and what CHECKPOINT stands for."""
+    width = max(len(command) for command, _ in FIRST_STEPS) + len("zerochess ") + 2
+    steps = "\n".join(f"  {'zerochess ' + command:<{width}}{text}" for command, text in FIRST_STEPS)
+    return (
+        "AlphaZero for chess: self-play with PUCT search, training and evaluation.\n\n"
+        f"First steps:\n{steps}\n{CHECKPOINT_HINT}\n"
+        "Each command has its own help: zerochess COMMAND --help."
+    )
 
 
 class _DefaultsShown(argparse.HelpFormatter):

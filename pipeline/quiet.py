@@ -2,6 +2,8 @@
 
 ``zerochess`` calls :func:`quiet_libraries` unless ``--verbose`` is given.
 Progress bars, the status lines and every warning or error stay.
+``zerochess run`` goes further (:func:`report_only`): its output is its
+report, one line a generation.
 """
 
 from __future__ import annotations
@@ -38,6 +40,19 @@ def quiet_libraries() -> None:
             logger.addFilter(_DropPrefixes(_LIGHTNING_NOISE))
     logging.getLogger("matplotlib").setLevel(logging.ERROR)
     logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)  # "Creating initial MLflow database tables"
+
+
+def report_only() -> None:
+    """Keep log records below warnings out of ``zerochess run``'s output (its
+    report lines are printed, not logged): the loop's own progress notes
+    (``pipeline.training.trainer``, ``pipeline.training.window``,
+    ``pipeline.evaluation.gating``), Lightning's (```Trainer.fit` stopped``,
+    its checkpoint restores) and MLflow's.  Warnings and errors stay;
+    ``--verbose`` does not call it."""
+    import lightning.pytorch  # noqa: F401 - its import sets its logger to INFO: set the level after it
+
+    for name in ("", "lightning", "lightning.pytorch", "lightning.fabric"):
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 @contextlib.contextmanager

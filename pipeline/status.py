@@ -5,12 +5,13 @@ replay window, losses, last gate verdict, Elo against the Stockfish ladder,
 the learning measure);
 :class:`StatusBoard` updates it and, on a terminal, redraws it in place with
 rich's ``Live``.  Off a terminal (CI, a pipe, ``make demo | tee``) nothing is
-redrawn: the loop's one line per stage is the log.
+redrawn: the run's report lines are the log (``--verbose`` adds one line per stage).
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -98,9 +99,11 @@ class StatusBoard:
         self.status = status
         self.console = console or Console(stderr=True)
         show = self.console.is_terminal if live is None else live
+        # What is printed meanwhile goes above the screen, but stdout only when it is this
+        # terminal too: redirected (make demo > log), the report lines stay in the file.
         self._live = (
             Live(get_renderable=lambda: render(self.status), console=self.console, refresh_per_second=2,
-                 transient=False)  # fmt: skip
+                 transient=False, redirect_stdout=sys.stdout.isatty())  # fmt: skip
             if show
             else None
         )

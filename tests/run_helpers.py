@@ -137,11 +137,13 @@ def stop_all(procs: list[Any], grace_s: float = 10.0) -> None:
 
 
 def run_command(out: Path, overrides: dict[str, Any]) -> list[str]:
-    """``zerochess run --preset tiny --out OUT --no-live --set K=V ...``."""
+    """``zerochess -v run --preset tiny --out OUT --no-live --set K=V ...``: ``-v``
+    for the stage lines and log records the tests read on stderr (a resumed
+    training, Lightning's checkpoint restore)."""
     script = Path(sys.executable).with_name("zerochess")
     head = [str(script)] if script.exists() else [sys.executable, "-m", "pipeline"]
     sets = [arg for key, value in overrides.items() for arg in ("--set", f"{key}={value}")]
-    return [*head, "run", "--preset", "tiny", "--out", str(out), "--no-live", *sets]
+    return [*head, "-v", "run", "--preset", "tiny", "--out", str(out), "--no-live", *sets]
 
 
 def run_env(**extra: str) -> dict[str, str]:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import chess.pgn
 import io
+import pytest
 
-from pipeline.cli import COMMANDS, main
+from pipeline.cli import COMMANDS, FIRST_STEPS, build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,6 +27,42 @@ def test_help_lists_every_subcommand() -> None:
     assert result.returncode == 0
     for name in COMMANDS:
         assert name in result.stdout
+
+
+NEWCOMER_COMMANDS = (
+    "zerochess run --preset demo --out runs/demo",
+    "zerochess play --checkpoint CHECKPOINT",
+    "zerochess uci --checkpoint CHECKPOINT",
+)
+
+
+def test_help_shows_the_first_commands_on_its_first_screen() -> None:
+    result = run_cli("--help")
+    assert result.returncode == 0, result.stderr
+    screen = result.stdout.splitlines()[:24]
+    assert "  COMMAND" in screen, "the command list starts on the first screen"
+    above_the_list = [line.strip() for line in screen[: screen.index("  COMMAND")]]
+    for command in NEWCOMER_COMMANDS:
+        assert any(line.startswith(command + " ") for line in above_the_list), (command, result.stdout[:2000])
+    assert any(line.startswith("CHECKPOINT:") for line in above_the_list)
+
+
+@pytest.mark.parametrize("step", [command for command, _ in FIRST_STEPS])
+def test_each_first_step_parses_with_its_commands_own_arguments(step: str) -> None:
+    argv = shlex.split(step.replace("CHECKPOINT", "net.pt"))
+    args = build_parser(only=argv[0]).parse_args(argv)
+    assert args.command == argv[0]
+    if argv[0] == "run":
+        assert (args.preset, args.out) == ("demo", "runs/demo")
+    else:
+        assert args.checkpoint == "net.pt"
+
+
+@pytest.mark.parametrize(("argv", "verbose"), [
+    (["run"], False), (["-v", "run"], True), (["run", "--preset", "demo", "-v"], True), (["run", "--verbose"], True),
+])  # fmt: skip
+def test_verbose_goes_before_or_after_the_command(argv: list[str], verbose: bool) -> None:
+    assert build_parser(only="run").parse_args(argv).verbose is verbose  # after: make demo DEMO_ARGS=-v
 
 
 def test_params_prints_flattened_config(capsys) -> None:  # noqa: ANN001

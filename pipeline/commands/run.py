@@ -1,5 +1,11 @@
 """``zerochess run``: the whole loop, generation after generation of
-self-play -> training -> gating (resumable; see ``actors/loop.py``)."""
+self-play -> training -> gating (resumable; see ``actors/loop.py``).
+
+Its output, on stdout: the report (generation 0's measure, then one line a
+generation, as the README shows for ``make demo``), then a gating game as PGN
+and the MLflow store.  On a terminal the live status screen (stderr) shows the
+progress; ``--verbose`` adds each stage's line (off the screen) and the log
+records below warnings, the workers' included.  Warnings and errors always show."""
 
 from __future__ import annotations
 
@@ -26,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--init-checkpoint", help="start generation 0 from this net (e.g. zerochess pretrain's)")
     add_ray_argument(parser)
     parser.add_argument("--no-live", action="store_true",
-                        help="one line per stage instead of the live status screen (the default off a terminal)")
+                        help="no live status screen, as off a terminal")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,6 +62,10 @@ def check_init_net(config: Config, path: str) -> None:
 
 
 def _run(args: argparse.Namespace, config: Config) -> int:
+    if not args.verbose:
+        from pipeline.quiet import report_only
+
+        report_only()
     if config.run.mode == "async":  # the three roles at once: actors/async_loop.py
         from pipeline.commands.run_async import run_async_command
 
@@ -64,35 +74,30 @@ def _run(args: argparse.Namespace, config: Config) -> int:
 
     from actors.loop import run_pipeline
     from actors.runtime import init_ray
-    from pipeline.loop.text import vs_best_text
     from pipeline.status import RunStatus, StatusBoard
-    from pipeline.training.tracking import mlflow_ui_command
+    from pipeline.training.tracking import mlflow_ui_hint
 
     console = Console(stderr=True)
-    init_ray(args.ray_address)
+    init_ray(args.ray_address, verbose=args.verbose)
     board = StatusBoard(RunStatus(str(args.out), config.run.generations), console=console,
                         live=False if args.no_live else None)  # fmt: skip
 
     def on_event(text: str) -> None:
-        if not board.live:  # the live screen lists recent events itself
+        if args.verbose and not board.live:  # the live screen lists recent events itself
             print_event(console, text)
 
     with board:
-        result = run_pipeline(config, args.out, init_net=args.init_checkpoint, on_event=on_event, board=board)
-    from pipeline.evaluation.measure import measure_text
-
-    if result.get("measure_gen0"):
-        print(f"generation 0 (random net): {measure_text(result['measure_gen0'])}")
-    for entry in result["generations"]:
-        gate = entry["gate"]
-        vs_best = vs_best_text(gate) if "gate/elo_vs_best" in gate else "-"
-        print(f"generation {entry['generation']}: loss/total {entry['train'].get('loss/total', float('nan')):.3f}, "
-              f"{'promoted' if gate['gate/promoted'] else 'rejected'}, Elo vs best {vs_best}"
-              + (f", {measure_text(entry['measure'])}" if entry.get("measure") else ""))  # fmt: skip
+        result = run_pipeline(config, args.out, init_net=args.init_checkpoint, on_event=on_event, board=board,
+                              on_report=_print_line)  # fmt: skip
     _print_last_game(args.out, result)
     print(json.dumps({"best": result["best"], "mlflow": result["mlflow"], "parent_run": result["parent_run"]}))
-    print(f"compare runs: {mlflow_ui_command(result['mlflow'])}  (then open http://127.0.0.1:5000)")
+    print(mlflow_ui_hint(result["mlflow"], result["experiment_id"]))
     return 0
+
+
+def _print_line(text: str) -> None:
+    """A report line on stdout, at once (``make demo > log`` fills the log as it goes)."""
+    print(text, flush=True)
 
 
 def _print_last_game(out: str, result: dict) -> None:

@@ -17,10 +17,10 @@ def run_async_command(args: argparse.Namespace, config: Config) -> int:
     from actors.async_loop import run_async
     from actors.runtime import init_ray
     from pipeline.async_status import AsyncStatus, AsyncStatusBoard
-    from pipeline.training.tracking import mlflow_ui_command
+    from pipeline.training.tracking import mlflow_ui_hint
 
     console = Console(stderr=True)
-    init_ray(args.ray_address)
+    init_ray(args.ray_address, verbose=args.verbose)
     board = AsyncStatusBoard(AsyncStatus(str(args.out), config.run.generations), console=console,
                              live=False if args.no_live else None)  # fmt: skip
 
@@ -37,5 +37,5 @@ def run_async_command(args: argparse.Namespace, config: Config) -> int:
     print(f"{result['games']} games, {result['positions']} positions, trainer step {result['step']}, "
           f"best net v{result['version']}; busy: {busy}")  # fmt: skip
     print(json.dumps({"best": result["best"], "mlflow": result["mlflow"], "parent_run": result["parent_run"]}))
-    print(f"compare runs: {mlflow_ui_command(result['mlflow'])}  (then open http://127.0.0.1:5000)")
+    print(mlflow_ui_hint(result["mlflow"], result["experiment_id"]))
     return 0

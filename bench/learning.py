@@ -35,6 +35,16 @@ of the games where the net led by a rook's worth of material for two plies,
 how many it won (``converted W/A`` in the printed line; the ones not won by
 termination in ``curve.json``).
 
+With ``--rate``, each evaluation point also gets the net's **rating** on
+Stockfish's UCI_Elo scale, made as ``zerochess rate`` makes it
+(:func:`pipeline.evaluation.gating.rate_net`: ``--rate-games`` games a level,
+at most ``--rate-levels`` levels of the bisection, from the standard opening
+book at ``params.yaml``'s ``gating.max_plies`` (400; not the preset's or the
+phase's: the levels cache is keyed by it), with the phase's search and
+simulations; the cached levels are reused, or measured on first use): ``rating`` (with ``low``/``high``, its 95% interval) in ``curve.json``
+and ``rating R [LO, HI]`` in the printed line.  Off by default: a rating takes
+minutes (``--rate-games 10 --rate-levels 4`` is about 40 games).
+
 Gating runs as in any ``zerochess run``, but with ``gating.always_promote``
 (AlphaZero's continuous update: its paper dropped AlphaGo Zero's gate) and no
 Stockfish ladder, so that self-play always uses the newest network and the
@@ -43,6 +53,7 @@ evaluation here is the only measurement.
     .venv/bin/python bench/learning.py --out runs/learning            # both phases
     .venv/bin/python bench/learning.py --phase endgame --minutes 40
     .venv/bin/python bench/learning.py --phase standard --bootstrap   # supervised start first
+    .venv/bin/python bench/learning.py --phase standard --rate --rate-games 10   # + a rating each point
 
 ``--bootstrap`` (seed 001's recipe before self-play): the standard phase
 starts from a net pretrained on Stockfish-labelled positions of random play
@@ -74,7 +85,7 @@ from actors.loop import run_pipeline  # noqa: E402
 from actors.runtime import init_ray  # noqa: E402
 from pipeline.config import Config, load_config  # noqa: E402
 from pipeline.evaluation.conversion import conversion  # noqa: E402
-from pipeline.evaluation.gating import match_settings  # noqa: E402
+from pipeline.evaluation.gating import RATE_MAX_LEVELS, match_settings, rate_net  # noqa: E402
 from pipeline.evaluation.match import Opening, load_openings  # noqa: E402
 from pipeline.evaluation.settings import MatchSettings  # noqa: E402
 from pipeline.loop.ledger import Ledger  # noqa: E402
@@ -102,6 +113,9 @@ class Phase:
     eval_openings: list[Opening]
     gen0_pairs: int = 0  # 0: all of eval_openings
     eval_every: int = 1  # evaluate every this many generations (and the last one)
+    rate_games: int = 0  # games a level of the rating at each evaluation point (0: no rating)
+    rate_levels: int = RATE_MAX_LEVELS  # levels the rating's bisection plays at most
+    rate_max_plies: int = 400  # the rating's game length (the standard params'; the levels cache is keyed by it)
 
 
 def match(players: list[str], openings: list[Opening], settings: MatchSettings, pgn: Path) -> dict[str, Any]:
@@ -170,7 +184,18 @@ def evaluate(phase: Phase, config: Config, net: str, gen0: str, folder: Path) ->
         result["mate"] = mate_rate(spec, phase.eval_openings, settings, folder / "mate.pgn")
     else:
         result["vs_random"] = match([spec, "random"], phase.eval_openings, settings, folder / "vs_random.pgn")
+    if phase.rate_games:
+        result["rating"] = rating(phase, config, net, folder / "rating.pgn")
     return result
+
+
+def rating(phase: Phase, config: Config, net: str, pgn: Path) -> dict[str, Any]:
+    """``net``'s rating on Stockfish's UCI_Elo scale (``zerochess rate``'s
+    function), from the standard book at ``phase.rate_max_plies`` plies."""
+    gating = replace(config.gating, openings="", max_plies=phase.rate_max_plies)  # the endgame phase's book is KQK/KRK
+    rated = rate_net(replace(config, gating=gating), net, pgn, phase.rate_games, phase.rate_levels)
+    keep = ("rating", "low", "high", "games", "score", "line", "chain_measured_now")
+    return {key: rated[key] for key in keep} | {"levels": [level["name"] for level in rated["levels"]]}
 
 
 def zerochess(*arguments: str) -> None:
@@ -303,6 +328,9 @@ def line(entry: dict[str, Any]) -> str:
             if r.get("conversion", {}).get("ahead"):
                 c = r["conversion"]
                 parts.append(f"converted {c['won']}/{c['ahead']}")
+    if "rating" in entry:
+        r = entry["rating"]
+        parts.append(f"rating {r['rating']:.0f} [{r['low']:.0f}, {r['high']:.0f}] ({r['games']} games)")
     return "  ".join(parts)
 
 
@@ -372,6 +400,18 @@ def plot_compare(folders: list[Path], labels: list[str], path: Path) -> None:
     plt.close(figure)
 
 
+def rate_settings(args: argparse.Namespace) -> dict[str, int]:
+    """The :class:`Phase` fields of ``--rate`` (none without it); the game
+    length is ``params.yaml``'s ``gating.max_plies`` (with ``--set``, without
+    the preset)."""
+    if not args.rate:
+        return {}
+    if args.rate_games < 1 or args.rate_levels < 1:
+        raise SystemExit(f"--rate-games and --rate-levels must be >= 1, got {args.rate_games}, {args.rate_levels}")
+    max_plies = load_config(ROOT / "params.yaml", args.set).gating.max_plies
+    return {"rate_games": args.rate_games, "rate_levels": args.rate_levels, "rate_max_plies": max_plies}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="runs/learning", help="results folder (rerun to continue)")
@@ -400,6 +440,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="held-out starts (pairs) of the endgame match against generation 0 (0: all)")
     parser.add_argument("--eval-every", type=int, default=1, help="evaluate every this many generations (and the last)")
     parser.add_argument("--standard-pairs", type=int, default=12, help="openings (pairs) per standard evaluation")
+    parser.add_argument("--rate", action="store_true",
+                        help="also rate the net at each evaluation point on Stockfish's UCI_Elo scale (zerochess "
+                             "rate's function; minutes each)")
+    parser.add_argument("--rate-games", type=int, default=10, help="with --rate: games against each level")
+    parser.add_argument("--rate-levels", type=int, default=RATE_MAX_LEVELS,
+                        help="with --rate: levels the rating's bisection plays at most")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="more config overrides")
     parser.add_argument("--plot-dir", help="also copy the plots here (e.g. docs)")
     parser.add_argument("--compare", nargs="+", metavar="LABEL=FOLDER",
@@ -417,6 +463,7 @@ def main(argv: list[str] | None = None) -> int:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    rated = rate_settings(args)
     init_ray("local")
     common = ["gating.always_promote=true", "gating.ladder=[]", "gating.max_games=4", *args.set]
     phases = []
@@ -438,10 +485,10 @@ def main(argv: list[str] | None = None) -> int:
                      f"search.num_simulations={args.endgame_simulations}",
                      f"gating.simulations={args.endgame_simulations}", *common]  # fmt: skip
         phases.append((Phase("endgame", overrides, load_openings(out / "endgames_eval.epd"), args.gen0_pairs,
-                             args.eval_every), args.minutes))  # fmt: skip
+                             args.eval_every, **rated), args.minutes))  # fmt: skip
     if args.phase in ("standard", "both"):
         openings = load_openings(ROOT / "data" / "openings.epd")[: args.standard_pairs]
-        phases.append((Phase("standard", common, openings, 0, args.eval_every), args.minutes_standard))
+        phases.append((Phase("standard", common, openings, 0, args.eval_every, **rated), args.minutes_standard))
     for phase, minutes in phases:
         folder = out / phase.name
         init_net, spent = None, 0.0

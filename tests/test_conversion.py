@@ -63,3 +63,9 @@ def test_bad_input_names_the_game() -> None:
         conversion([broken], "net")
     with pytest.raises(ConversionError, match="margin"):
         conversion([], "net", margin=0)
+
+
+def test_the_figures_as_json_have_no_nan() -> None:
+    never = conversion([_game(KRK, ["e6d6", "e8d8", "a1a8"], white="random", black="net")], "net")
+    assert never.as_dict() == {"ahead": 0, "won": 0, "rate": None, "unconverted": {}}
+    assert conversion([_game(KRK, ["e6d6", "e8d8", "a1a8"])], "net").as_dict()["rate"] == 1.0

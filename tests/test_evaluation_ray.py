@@ -121,6 +121,7 @@ def test_gate_command_writes_a_decision(tmp_path: Path) -> None:
     assert decision["promote"] == (result.returncode == 0)
     assert decision["vs_best"]["games"] + decision["vs_best"]["aborted"] == 4
     assert decision["ladder"][0]["level"] == "stockfish:skill=0:depth=1"
+    assert {"ahead", "won", "rate", "margin", "hold"} <= set(decision["conversion"])  # the candidate's, vs best
     assert len(parse_pgns((out / "vs_best.pgn").read_text())) == 4
     assert len(parse_pgns((out / "ladder_0.pgn").read_text())) == 2
 

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from run_helpers import have_stockfish
 
 from pipeline.config import ConfigError, load_config
 from pipeline.evaluation.match import GameOutcome, Opening
@@ -185,3 +186,60 @@ def test_a_tiny_run_records_the_measure_in_the_ledger_mlflow_and_the_plot(tmp_pa
     parent = json.loads((out / "pipeline.json").read_text())["run_id"]
     steps = sorted(m.step for m in client.get_metric_history(parent, "measure/mate_rate"))
     assert steps == [0, 1]
+
+
+# ---------------------------------------------------------------- bench/learning.py --rate
+
+
+def _learning_bench(monkeypatch: pytest.MonkeyPatch):
+    """``bench/learning.py`` as a module (registered while the test runs: its dataclasses need it)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_learning", ROOT / "bench" / "learning.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    monkeypatch.setitem(sys.modules, "bench_learning", module)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not have_stockfish(), reason="no Stockfish binary")
+def test_the_learning_bench_rates_each_evaluation_point_with_rate(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """``--rate`` reaches every phase, and an evaluation point then carries a
+    real rating (a tiny net, 2 games at 1 level of a cached chain) in its
+    record and its printed line; without it, nothing is rated."""
+    from models.net import AlphaZeroNet, NetConfig
+    from pipeline.checkpoint import save_net
+    from pipeline.evaluation.rating_fit import Level
+    from pipeline.evaluation.rating_levels import LevelPlan, default_cache_path, engine_info, write_chain
+    from pipeline.players.stockfish import find_stockfish
+
+    learning = _learning_bench(monkeypatch)
+    phases: list = []
+    monkeypatch.setattr(learning, "init_ray", lambda *args, **kwargs: None)
+    monkeypatch.setattr(learning, "run_phase", lambda phase, *args, **kwargs: phases.append(phase) or [])
+    rate = ["--rate", "--rate-games", "2", "--rate-levels", "1"]
+    assert learning.main(["--out", str(tmp_path / "bench"), "--phase", "standard", *rate]) == 0
+    assert learning.main(["--out", str(tmp_path / "bench"), "--phase", "standard"]) == 0
+    assert [(p.rate_games, p.rate_levels, p.rate_max_plies) for p in phases] == [(2, 1, 400), (0, 6, 400)]
+
+    monkeypatch.setenv("ZEROCHESS_CACHE_DIR", str(tmp_path / "cache"))
+    engine, plan = engine_info(find_stockfish()), LevelPlan(max_plies=40)
+    chain = [Level(f"stockfish:nodes=1:random={share}", 100.0 * i, 100.0 * i - 50, 100.0 * i + 50)
+             for i, share in enumerate((1.0, 0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.65, 0.6, 0.55, 0.5, 0.45))]  # fmt: skip
+    write_chain(default_cache_path(), engine, plan, plan.elo_spec(engine.elo_min), chain, [])  # nothing to measure
+    net = tmp_path / "net.pt"
+    save_net(AlphaZeroNet(NetConfig(blocks=1, filters=8, value_channels=4, value_hidden=16)), net)
+    scored = {"score": 0.5, "score_low": 0.4, "score_high": 0.6, "wins": 1, "draws": 0, "losses": 1}
+    monkeypatch.setattr(learning, "match", lambda *args: scored)  # the matches are not what is tested here
+    config = load_config(None, ["gating.simulations=2", "selfplay.device=cpu"])
+    phase = learning.Phase("standard", [], [], rate_games=2, rate_levels=1, rate_max_plies=40)
+    entry = {"generation": 0, "loss": {}, **learning.evaluate(phase, config, str(net), str(net), tmp_path / "eval")}
+    rating = entry["rating"]
+    assert rating["games"] == 2 and rating["levels"] == ["stockfish:nodes=1:random=0.45"]
+    assert rating["low"] <= rating["rating"] <= rating["high"] and rating["chain_measured_now"] is False
+    assert f"rating {rating['rating']:.0f} [{rating['low']:.0f}, {rating['high']:.0f}] (2 games)" in learning.line(entry)
+    assert (tmp_path / "eval" / "rating.pgn").read_text().count("[Event ") == 2
+    assert "rating" not in learning.evaluate(learning.Phase("standard", [], []), config, str(net), str(net),
+                                             tmp_path / "plain")  # fmt: skip

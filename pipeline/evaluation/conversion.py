@@ -9,6 +9,9 @@ has been at least ``margin`` points for ``hold`` consecutive plies (so
 that the middle of an exchange does not count), and as *converted* when
 the player then won.  The games it did not convert are counted by how
 they ended (threefold repetition, fifty moves, max plies, stalemate...).
+Only the games' moves are replayed (no engine), so the gate computes it over
+its match against the best at no cost (``gate.json``'s ``conversion``) and
+``bench/learning.py`` beside each match score.
 """
 
 from __future__ import annotations
@@ -52,7 +55,9 @@ class Conversion:
         return self.won / self.ahead if self.ahead else float("nan")
 
     def as_dict(self) -> dict[str, object]:
-        return {"ahead": self.ahead, "won": self.won, "rate": self.rate, "unconverted": dict(self.unconverted)}
+        """The figures as JSON takes them (``rate`` None, not NaN, when never ahead)."""
+        rate = round(self.rate, 4) if self.ahead else None
+        return {"ahead": self.ahead, "won": self.won, "rate": rate, "unconverted": dict(self.unconverted)}
 
     def __str__(self) -> str:
         if not self.ahead:

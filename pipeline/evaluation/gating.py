@@ -10,6 +10,10 @@
    (``elo_clamped``: e.g. 0/2 and 1/2 points both read -190.8, and only the
    second is a measurement) and whether its games are ``reproducible``
    (Stockfish with one thread, a node or depth limit and no skill level);
+   the candidate's **conversion** over the match against the best and over
+   each level (:mod:`pipeline.evaluation.conversion`: of the games where it
+   led by a rook's worth of material for two plies, how many it won; from
+   the moves alone, no engine);
 3. with ``gating.rate``, a promoted candidate's rating on Stockfish's
    UCI_Elo scale (:mod:`pipeline.evaluation.rating`, played in this process);
 4. the decision as JSON (``gate.json``, a DVC metrics file) and PGNs of every
@@ -32,6 +36,7 @@ from typing import Any
 
 from pipeline.atomic import atomic_write
 from pipeline.config import Config, flatten
+from pipeline.evaluation.conversion import DEFAULT_HOLD, DEFAULT_MARGIN, ConversionError, conversion
 from pipeline.evaluation.match import Opening, load_openings
 from pipeline.evaluation.measure import mate_rate_figures, score_figures
 from pipeline.evaluation.rating import RateRequest, rate_checkpoint
@@ -111,6 +116,7 @@ def run_gate(
             on_pair=(lambda r: on_pair("vs best", r)) if on_pair else None,
         )  # fmt: skip
         report["vs_best"] = head.summary()
+        report["conversion"] = match_conversion(head, cand_spec)
         decision = head.sprt.decision if head.sprt is not None else "continue"
         if gating.always_promote:
             promote, reason = True, f"always_promote (SPRT: {decision})"
@@ -130,8 +136,30 @@ def run_gate(
     decision = GateDecision(promote, reason, report)
     with atomic_write(out / "gate.json") as handle:
         handle.write(json.dumps(decision.as_dict(), indent=2, default=str).encode("utf-8"))
-    log.info("gate: %s (%s)", "promote" if promote else "reject", reason)
+    log.info("gate: %s (%s)%s", "promote" if promote else "reject", reason, conversion_text(report.get("conversion")))
     return decision
+
+
+def match_conversion(result: TournamentReport, spec: str) -> dict[str, Any] | None:
+    """The conversion of player ``spec`` over a match's games, with the
+    definition's ``margin`` and ``hold``; None (and a warning) when a game
+    cannot be replayed: a figure must not fail the gate."""
+    name = result.names.get(spec)
+    try:
+        converted = conversion(result.games if name else [], name or spec)
+    except ConversionError as error:
+        log.warning("gate: no conversion figure: %s", error)
+        return None
+    return {**converted.as_dict(), "margin": DEFAULT_MARGIN, "hold": DEFAULT_HOLD}
+
+
+def conversion_text(figure: dict[str, Any] | None) -> str:
+    """``; conversion W/A (rate)`` for the gate's log line ('' without a match)."""
+    if not figure:
+        return ""
+    if not figure["ahead"]:
+        return "; conversion -: never clearly ahead"
+    return f"; conversion {figure['won']}/{figure['ahead']} ({figure['rate']:.2f})"
 
 
 def ladder_level(
@@ -157,6 +185,7 @@ def ladder_level(
         **summary,
         "elo_clamped": elo_clamped(summary.get("score"), summary.get("elo")),
         "reproducible": stockfish_settings(spec).reproducible,
+        "conversion": match_conversion(result, cand_spec),
     }
 
 
@@ -164,15 +193,24 @@ def rate_promoted(config: Config, candidate: str, out: Path) -> dict[str, Any]:
     """``gating.rate``: the promoted ``candidate``'s rating on Stockfish's
     UCI_Elo scale (:mod:`pipeline.evaluation.rating`, ``gating.ladder_games``
     games a level, in this process), its games in ``out/rating.pgn``."""
+    return rate_net(config, candidate, out / "rating.pgn", config.gating.ladder_games)
+
+
+def rate_net(config: Config, net: str, pgn: Path, games: int, max_levels: int = RATE_MAX_LEVELS) -> dict[str, Any]:
+    """``net``'s rating on Stockfish's UCI_Elo scale as ``zerochess rate``
+    makes it (:func:`~pipeline.evaluation.rating.rate_checkpoint`): ``games``
+    games a level, at most ``max_levels`` levels, from ``gating``'s book,
+    simulations and ``max_plies`` (which the levels cache is keyed by), in
+    this process; its games in ``pgn``.  ``rating.json``'s figures plus ``line``."""
     gating = config.gating
     context = replace(match_settings(config).context, stockfish_path=find_stockfish(gating.stockfish_path))
-    request = RateRequest(checkpoint=candidate, simulations=gating.simulations, games=gating.ladder_games,
-                          max_levels=RATE_MAX_LEVELS, openings=load_openings(gating.book), context=context,
+    request = RateRequest(checkpoint=net, simulations=gating.simulations, games=games,
+                          max_levels=max_levels, openings=load_openings(gating.book), context=context,
                           max_plies=gating.max_plies, plan=LevelPlan(max_plies=gating.max_plies), book=gating.book)  # fmt: skip
     rated = rate_checkpoint(request, on_event=log.info)
-    with atomic_write(out / "rating.pgn") as handle:
+    with atomic_write(pgn) as handle:
         handle.write(rated.pgn().encode("utf-8"))
-    log.info("gate: %s", rated.rating.line())
+    log.info("rated %s: %s", net, rated.rating.line())
     return {**rated.as_dict(), "line": rated.rating.line()}
 
 

@@ -17,6 +17,12 @@ def gate_metrics(gated: dict[str, Any]) -> dict[str, float]:
         metrics["gate/elo_vs_best"] = head[0]["elo"]
         metrics["gate/score_vs_best"] = head[0]["score"]
         metrics["gate/games_vs_best"] = float(head[0].get("games", 0))
+    converted = gated.get("conversion") or {}  # the candidate's, over the match against the best
+    if "ahead" in converted:
+        metrics["gate/conversion_ahead"] = float(converted["ahead"])
+        metrics["gate/conversion_won"] = float(converted["won"])
+        if converted["ahead"]:
+            metrics["gate/conversion"] = float(converted["rate"])
     for index, level in enumerate(gated.get("ladder", [])):
         if level.get("elo") is not None:
             metrics[f"ladder/{index}/elo"] = level["elo"]

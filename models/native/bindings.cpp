@@ -91,4 +91,5 @@ PYBIND11_MODULE(_native, m) {
   zc::bind_encoding(m);
   zc::bind_search(m);
   zc::bind_drivers(m);
+  zc::bind_decode(m);
 }

@@ -80,6 +80,71 @@ def decode_planes(table: pa.Table) -> npt.NDArray[np.uint8]:
     return encode_snapshots(decode_history(table), decode_meta(table))
 
 
+def decode_rows_reference(
+    history: npt.NDArray[np.uint64],
+    meta: npt.NDArray[np.uint8],
+    offsets: npt.NDArray[np.int64],
+    index: npt.NDArray[np.uint16],
+    prob: npt.NDArray[np.float32],
+    rows: npt.NDArray[np.int64],
+    policy_size: int,
+) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.float32]]:
+    """(planes (B, 119, 8, 8) uint8, dense pi (B, policy_size) float32) of the
+    rows ``rows`` of a group's columns: history (N, 8, 14), meta (N, 7), and
+    the policy lists as offsets (N + 1,) into ``index``/``prob``.
+
+    The readable reference of the native ``models._native.decode_rows``
+    (:func:`decode_rows`): the same as :func:`decode_planes` and
+    :func:`decode_policy` of the table of those rows.
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    planes = encode_snapshots(history[rows], meta[rows])
+    starts, stops = offsets[rows], offsets[rows + 1]
+    lengths = stops - starts
+    row_ids = np.repeat(np.arange(len(rows), dtype=np.int64), lengths)
+    items = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(
+        starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths
+    )
+    columns = index[items].astype(np.intp)
+    if columns.size and columns.max() >= policy_size:
+        bad = int(np.flatnonzero(columns >= policy_size)[0])
+        raise ShardTableError("policy_index", f"index >= policy size {policy_size}",
+                              row=int(rows[row_ids[bad]]), value=int(columns[bad]))
+    dense = np.zeros((len(rows), policy_size), dtype=np.float32)
+    np.add.at(dense, (row_ids, columns), prob[items])
+    return planes, dense
+
+
+def decode_rows(
+    history: npt.NDArray[np.uint64],
+    meta: npt.NDArray[np.uint8],
+    offsets: npt.NDArray[np.int64],
+    index: npt.NDArray[np.uint16],
+    prob: npt.NDArray[np.float32],
+    rows: npt.NDArray[np.int64],
+    policy_size: int,
+) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.float32]]:
+    """:func:`decode_rows_reference` in one native pass (the GIL released) when
+    the native core is built, else the reference itself; ShardTableError
+    (a ValueError) on bad input."""
+    native = _native_decode_rows()
+    if native is None:
+        return decode_rows_reference(history, meta, offsets, index, prob, rows, policy_size)
+    try:
+        return native(history, meta, offsets, index, prob, np.asarray(rows, dtype=np.int64), policy_size)
+    except ValueError as error:
+        raise ShardTableError("policy_index", str(error)) from error
+
+
+def _native_decode_rows() -> Any:
+    """``models._native.decode_rows``, or None without the native core."""
+    try:
+        from models import _native
+    except ImportError:
+        return None
+    return getattr(_native, "decode_rows", None)
+
+
 def policy_sizes(encodings: list[str], codes: np.ndarray | None = None) -> dict[str, int]:
     """Policy size of each encoding name; ShardTableError for an unknown name.
 

@@ -11,8 +11,14 @@ permutes its pieces (seeded by ``(seed, consumer, epoch)``) and cuts them into
 groups of at least ``shuffle_buffer`` positions; a group's shards are loaded
 together and its rows permuted (seeded by ``(seed, consumer, epoch, group)``)
 into whole batches (a remainder smaller than a batch is left out of that
-epoch).  Batches are decoded from the Arrow columns with numpy in one pass
-each (:func:`pipeline.shards.decode_planes`, :func:`~pipeline.shards.decode_targets`).
+epoch).  A group's columns become numpy arrays once (:class:`GroupArrays`: only the
+columns the batch needs are read, the value targets computed for the whole
+group) and each batch is decoded from them in one native pass
+(:func:`pipeline.shards.decode.decode_rows`; ``decoder="reference"`` keeps
+the readable path: Arrow ``take`` and :func:`decode_batch`, the same tensors).
+With workers, the Lightning loader passes :class:`CompactBatch` es (history words and
+sparse pi, ~1/20 of the bytes) from its workers, and the trainer's process
+builds planes and dense pi on its device (:func:`expand_batch`).
 
 Resuming.  The stream is a pure function of the window, the seed, the
 consumer count and the batch size, so the position in it is one number:
@@ -48,6 +54,13 @@ from pipeline.shards import (
     shard_version,
     upgrade_table,
 )
+from pipeline.training.batches import (
+    Batch,
+    CompactBatch,
+    GroupArrays,
+    expand_batch,
+    stream_columns,
+)
 from pipeline.training.config import TrainConfig
 from pipeline.training.targets import (
     MOVES_LEFT_COLUMNS,
@@ -60,11 +73,13 @@ from pipeline.training.window import Piece, TrainDataError, Window, build_window
 
 __all__ = [
     "Batch",
+    "CompactBatch",
     "ShardDataModule",
     "StreamSpec",
     "WindowDataset",
     "assign_pieces",
     "batch_stream",
+    "expand_batch",
     "worker_skip",
 ]
 
@@ -83,12 +98,12 @@ TRAINING_COLUMNS = (
 )
 """The shard columns training reads (a version 1 shard lacks ``root_d`` and
 ``game_plies``: :func:`pipeline.shards.upgrade_table` fills them)."""
-
-Batch = tuple[torch.Tensor, ...]
-"""(planes ``[B, 119, 8, 8]`` uint8, pi ``[B, P]`` float32, value target float32:
-``[B]`` for a scalar value head, ``[B, 3]`` (win, draw, loss) for a WDL head),
-and for a net with a moves-left head the plies left ``[B]`` float32 (-1:
-unknown)."""
+DECODERS = ("fast", "reference")
+"""How :func:`batch_stream` decodes: ``fast`` reads only the columns the
+batch needs, turns each shuffle group into numpy columns once and decodes a
+batch in one native pass (:func:`pipeline.shards.decode.decode_rows`);
+``reference`` takes the batch's rows from the Arrow table and decodes them
+with :func:`decode_batch` (the readable path).  Both give the same tensors."""
 
 _ASSIGN_STREAM = 0x5EED
 
@@ -130,6 +145,7 @@ class StreamSpec:
             ``wdl`` (targets ``[B, 3]``, :func:`~pipeline.training.targets.wdl_targets`).
         moves_left: the network has a moves-left head: batches carry the
             plies left (:func:`~pipeline.training.targets.moves_left_targets`).
+        decoder: one of :data:`DECODERS` (the same batches either way).
     """
 
     pieces: tuple[Piece, ...]
@@ -142,6 +158,7 @@ class StreamSpec:
     q_ratio: float = 0.5
     value_head: str = "scalar"
     moves_left: bool = False
+    decoder: str = "fast"
 
     @property
     def positions(self) -> int:
@@ -173,8 +190,11 @@ class StreamSpec:
         return np.random.default_rng([self.seed, self.consumer, epoch, group + 1]).permutation(rows)
 
 
-def batch_stream(spec: StreamSpec, skip: int = 0) -> Iterator[Batch]:
+def batch_stream(spec: StreamSpec, skip: int = 0, compact: bool = False) -> Iterator[Batch]:
     """The consumer's batches, endlessly, after skipping the first ``skip`` (without reading them).
+
+    With ``compact`` (the ``fast`` decoder only) the batches are
+    :class:`CompactBatch` es, to be expanded by :func:`expand_batch`.
 
     Raises:
         TrainDataError: the consumer has fewer positions than a batch, or a
@@ -185,6 +205,12 @@ def batch_stream(spec: StreamSpec, skip: int = 0) -> Iterator[Batch]:
             f"consumer {spec.consumer} has {spec.positions} positions, fewer than train.batch_size "
             f"{spec.batch_size}: use a larger window, fewer loader_workers or devices, or a smaller batch"
         )
+    if spec.decoder not in DECODERS:
+        raise ValueError(f"decoder must be one of {DECODERS}, got {spec.decoder!r}")
+    fast = spec.decoder == "fast"
+    if compact and not fast:
+        raise ValueError("compact batches need the fast decoder")
+    columns = stream_columns(spec) if fast else TRAINING_COLUMNS
     epoch = 0
     while True:
         for number, group in enumerate(spec.groups(epoch)):
@@ -193,10 +219,14 @@ def batch_stream(spec: StreamSpec, skip: int = 0) -> Iterator[Batch]:
             if skip >= count:
                 skip -= count
                 continue
-            table = load_group(group)
+            table = load_group(group, columns)
             order = spec.permutation(epoch, number, rows)
+            arrays = GroupArrays.of(table, spec) if fast else None
             for index in range(skip, count):
                 rows_of_batch = order[index * spec.batch_size : (index + 1) * spec.batch_size]
+                if arrays is not None:
+                    yield arrays.compact(rows_of_batch) if compact else arrays.batch(rows_of_batch)
+                    continue
                 batch = table.take(pa.array(rows_of_batch))
                 yield decode_batch(
                     batch, spec.policy_encoding, spec.value_target, spec.q_ratio, spec.value_head,
@@ -206,14 +236,15 @@ def batch_stream(spec: StreamSpec, skip: int = 0) -> Iterator[Batch]:
         epoch += 1
 
 
-def load_group(group: tuple[Piece, ...]) -> pa.Table:
+def load_group(group: tuple[Piece, ...], columns: tuple[str, ...] = TRAINING_COLUMNS) -> pa.Table:
     """The training rows of a group's pieces, concatenated in piece order."""
-    tables = [load_piece(piece) for piece in group]
+    tables = [load_piece(piece, columns) for piece in group]
     return pa.concat_tables(tables).combine_chunks()
 
 
-def load_piece(piece: Piece) -> pa.Table:
-    """The training rows ``[start, stop)`` of a shard (validated when the window was built).
+def load_piece(piece: Piece, columns: tuple[str, ...] = TRAINING_COLUMNS) -> pa.Table:
+    """The training rows ``[start, stop)`` of a shard (validated when the window was built),
+    its ``columns`` that the shard has (:func:`~pipeline.shards.upgrade_table` adds the rest).
 
     Raises:
         TrainDataError: the shard's row counts differ from the window's.
@@ -221,7 +252,7 @@ def load_piece(piece: Piece) -> pa.Table:
     schema = pq.read_schema(piece.path)
     table = pq.read_table(
         piece.path,
-        columns=[name for name in TRAINING_COLUMNS if name in schema.names],
+        columns=[name for name in columns if name in schema.names],
         page_checksum_verification=True,
         use_threads=False,
     )
@@ -270,6 +301,9 @@ class WindowDataset(IterableDataset):
         start_batch: batches this rank's loader already handed out (resume).
         value_head: the network's value head (``scalar`` or ``wdl``).
         moves_left: the network has a moves-left head (batches carry its target).
+        decoder: one of :data:`DECODERS`.
+        compact: yield :class:`CompactBatch` es (the trainer's process expands
+            them, on its device: :func:`expand_batch`).
     """
 
     def __init__(
@@ -282,8 +316,12 @@ class WindowDataset(IterableDataset):
         start_batch: int = 0,
         value_head: str = "scalar",
         moves_left: bool = False,
+        decoder: str = "fast",
+        compact: bool = False,
     ) -> None:
         super().__init__()
+        self.decoder = decoder
+        self.compact = compact
         self.window = window
         self.config = config
         self.policy_encoding = policy_encoding
@@ -309,6 +347,7 @@ class WindowDataset(IterableDataset):
             self.config.q_ratio,
             self.value_head,
             self.moves_left,
+            self.decoder,
         )
 
     def __iter__(self) -> Iterator[Batch]:
@@ -317,7 +356,8 @@ class WindowDataset(IterableDataset):
         # A new loader starts its turns at worker 0, but batch ``start_batch`` is
         # due from worker ``start_batch % workers``: shift the roles to match.
         role = (worker + self.start_batch) % workers
-        return batch_stream(self.spec(role, workers), worker_skip(self.start_batch, role, workers))
+        skip = worker_skip(self.start_batch, role, workers)
+        return batch_stream(self.spec(role, workers), skip, compact=self.compact)
 
 
 class ShardDataModule(pl.LightningDataModule):
@@ -326,7 +366,10 @@ class ShardDataModule(pl.LightningDataModule):
     ``prepare_data`` (one process) builds and validates the window and saves
     it to ``window_path`` (or keeps the saved one when ``reuse_window``);
     ``setup`` (every rank) loads it.  The checkpoint holds the batches
-    consumed and the stream's signature.
+    consumed and the stream's signature.  With loader workers the loader
+    hands out :class:`CompactBatch` es (cheap to pass from the workers and to
+    copy to a GPU); :meth:`on_after_batch_transfer` builds the planes and
+    dense pi on the trainer's device (:func:`expand_batch`).
 
     Args:
         data_dir: the shard folder.
@@ -414,6 +457,7 @@ class ShardDataModule(pl.LightningDataModule):
             self.start_batch,
             self.value_head,
             self.moves_left,
+            compact=self.config.loader_workers > 0,
         )
         workers = self.config.loader_workers
         return DataLoader(
@@ -424,6 +468,10 @@ class ShardDataModule(pl.LightningDataModule):
             prefetch_factor=4 if workers else None,
             persistent_workers=False,
         )
+
+    def on_after_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
+        """Planes and dense pi built on the trainer's device from the compact batch."""
+        return expand_batch(batch) if isinstance(batch, CompactBatch) else batch
 
     def signature(self) -> dict[str, Any]:
         """What the stream depends on besides the position in it."""

@@ -39,9 +39,12 @@ other actors with the same id, seed and version; a replacement waiting for a
 node gets no task until it runs.  A dead trainer is started again (at most
 ``run.role_max_restarts`` times) and resumes from its state file; a dead
 gatekeeper is started again and gates the same candidate again.  Each shard
-is read back and checked against its task's game ids as it lands; a bad one
-is quarantined and its task played again; before the run ends every recorded
-task's shard is checked again (the trainer may have quarantined one).  A
+is checked as it lands: its writer validated its rows and returned a digest
+(size, rows, a hash of the Parquet footer) that the driver verifies (a shard
+on a URI, or one without a digest, is read back and checked against its
+task's game ids); a bad one is quarantined and its task played again; before
+the run ends every recorded task's shard is checked again (the trainer may
+have quarantined one).  A
 killed driver, run again with the same command, continues: the ledgers and
 the shards say what is done, the trainer resumes from its state.  MLflow runs
 end FINISHED, or FAILED/KILLED on an error, never RUNNING.
@@ -52,6 +55,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -62,10 +66,12 @@ import ray
 
 from actors.async_gate import GateRole
 from actors.async_pool import PoolRole, Slot, kill_quietly
+from actors.async_retention import RetentionRole
 from actors.async_trainer import TrainerRole
 from pipeline.async_status import AsyncStatus, AsyncStatusBoard
 from pipeline.atomic import atomic_write
 from pipeline.config import Config, to_dict
+from pipeline.loop.games import GamesBook
 from pipeline.loop.ledger import GAMES_FILE, Ledger, write_best
 from pipeline.loop.records import Busy, CandidateEntry, Task
 from pipeline.loop.resources import check_resources
@@ -87,14 +93,24 @@ def run_async(
     init_net: str | None = None,
     on_event: Callable[[str], None] | None = None,
     board: AsyncStatusBoard | None = None,
+    pool_actor: Any = None,
+    stop: threading.Event | None = None,
 ) -> dict[str, Any]:
     """Run the asynchronous loop into ``out`` until ``run.generations``
-    candidates are gated (resumable).  Ray must be initialised."""
+    candidates are gated (resumable).  Ray must be initialised.
+
+    ``pool_actor``: the self-play pool's actor class instead of
+    :class:`actors.roles.PoolActor` (same interface: ``ready()`` and ``play(...)``;
+    wrapped with the pool's resources), or anything whose ``remote(config,
+    shards)`` returns such a handle (``bench/scale.py``'s producers).  ``stop``:
+    when set, the run stops at once as a killed driver would (resumable), its
+    shards, ledgers and MLflow runs consistent."""
     check_resources(config, ray.cluster_resources())
     out, ledger, tracker = open_run(config, out, init_net)
     board = board or AsyncStatusBoard(AsyncStatus(str(out), config.run.generations), live=False)
     emit = on_event or (lambda text: log.info("%s", text))
     loop = AsyncLoop(config, out, ledger, tracker, board, emit)
+    loop.pool_actor, loop.stop = pool_actor, stop
     try:
         with runs_ended_on_error(tracker):
             return loop.run(init_net)
@@ -102,14 +118,14 @@ def run_async(
         loop.shutdown()
 
 
-class AsyncLoop(PoolRole, TrainerRole, GateRole):
+class AsyncLoop(PoolRole, TrainerRole, GateRole, RetentionRole):
     """The driver's state and event loop (see the module docstring)."""
 
     def __init__(self, config: Config, out: Path, ledger: Ledger, tracker: Tracker, board: AsyncStatusBoard,
                  emit: Callable[[str], None]) -> None:  # fmt: skip
         self.config, self.out, self.ledger, self.tracker, self.board = config, out, ledger, tracker, board
         self.emit = emit
-        self.games = Ledger(out / GAMES_FILE)
+        self.games = GamesBook(out / GAMES_FILE)
         self.shards = config.run.shards or str(out / "shards")
         if "://" not in self.shards:
             os.makedirs(self.shards, exist_ok=True)
@@ -132,11 +148,14 @@ class AsyncLoop(PoolRole, TrainerRole, GateRole):
         self.candidates: dict[int, CandidateEntry] = {}
         self.stopping = False
         self.rates: deque[tuple[float, int, int]] = deque()
+        self.rate_sums = [0, 0]  # games and positions of self.rates after its first entry
         self.last_pool_log = 0.0
         self.trainer_run_id = ""
         self.next_index = 0
         self.resumed_seen: int | None = None
         self.trainer_state = ("", 0.0)  # the last state noted in the events, and when
+        self.pool_actor: Any = None  # run_async's pool_actor
+        self.stop: threading.Event | None = None
 
     # -- the event loop -------------------------------------------------------
 
@@ -149,6 +168,7 @@ class AsyncLoop(PoolRole, TrainerRole, GateRole):
         best = initial_best(config, self.out, self.ledger, self.tracker, init_net)
         self._restore(best)
         self._sweep(resume=True)
+        self.games.flush()
         self.board.update(mlflow=self.tracker.uri, best=self.best, net_version=self.version,
                           pool_workers=config.selfplay.workers,
                           samples_per_position_target=config.run.train_samples_per_position)  # fmt: skip
@@ -158,7 +178,10 @@ class AsyncLoop(PoolRole, TrainerRole, GateRole):
         self.stopping = len(self._gated()) >= config.run.generations  # a rerun of a finished run
         self.board.update(stage="running")
         while True:
+            if self.stop is not None and self.stop.is_set():
+                return self._stopped()
             self._feed_pool()
+            self._retain()  # run.retain_positions: only while the trainer is idle (actors/async_retention.py)
             self._feed_trainer()
             self._feed_gatekeeper()
             if self._finished():
@@ -168,9 +191,13 @@ class AsyncLoop(PoolRole, TrainerRole, GateRole):
                     time.sleep(WAIT_S)  # tasks to play again, or pool actors to start again
                     continue
                 raise RuntimeError("async loop: nothing in flight and the run is not finished")
-            done, _ = ray.wait(list(self.in_flight), num_returns=1, timeout=WAIT_S)
+            refs = list(self.in_flight)
+            done, rest = ray.wait(refs, num_returns=1, timeout=WAIT_S)
+            if done and rest:  # every other result that is ready too: one turn handles them all
+                done += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
             for ref in done:
                 self._handle(ref, *self.in_flight.pop(ref))
+            self.games.flush()  # the turn's games.jsonl lines: one write, one fsync
             self._show()
         return self._finish()
 
@@ -186,6 +213,7 @@ class AsyncLoop(PoolRole, TrainerRole, GateRole):
         if self.queue:
             return False
         self._sweep(resume=False)
+        self.games.flush()
         return not self.queue
 
     def _handle(self, ref: Any, kind: str, info: Any) -> None:
@@ -219,8 +247,9 @@ class AsyncLoop(PoolRole, TrainerRole, GateRole):
     def _gated(self) -> set[int]:
         return {entry["generation"] for entry in self.ledger.entries if entry["stage"] == "gate"}
 
-    def _recorded(self) -> dict[str, dict[str, Any]]:
-        return {entry["task"]: entry for entry in self.games.entries}
+    def _recorded(self) -> GamesBook:
+        """Task -> its ``games.jsonl`` record (counts and digest; ids: ``self.games.ids``)."""
+        return self.games
 
     # -- status, end ----------------------------------------------------------
 
@@ -228,10 +257,13 @@ class AsyncLoop(PoolRole, TrainerRole, GateRole):
         now = time.monotonic()
         while self.rates and now - self.rates[0][0] > RATE_WINDOW_S:
             self.rates.popleft()
+            if self.rates:  # the new first entry leaves the sums
+                self.rate_sums[0] -= self.rates[0][1]
+                self.rate_sums[1] -= self.rates[0][2]
         span = max(now - self.rates[0][0], 1.0) if len(self.rates) > 1 else 0.0
         games, positions, training = self._totals()
-        rate_games = sum(r[1] for r in list(self.rates)[1:]) / span if span else 0.0
-        rate_positions = sum(r[2] for r in list(self.rates)[1:]) / span if span else 0.0
+        rate_games = self.rate_sums[0] / span if span else 0.0
+        rate_positions = self.rate_sums[1] / span if span else 0.0
         self.board.update(games=games, positions=positions, training_positions=training, games_per_s=rate_games,
                           positions_per_s=rate_positions, pool_alive=sum(slot.ready for slot in self.slots))  # fmt: skip
         if now - self.last_pool_log >= LOG_POOL_EVERY_S and positions:
@@ -269,8 +301,22 @@ class AsyncLoop(PoolRole, TrainerRole, GateRole):
                 "experiment_id": self.tracker.experiment_id, "parent_run": self.tracker.parent_id, "busy": busy,
                 "games": games, "positions": positions, "step": self.step}  # fmt: skip
 
+    def _stopped(self) -> dict[str, Any]:
+        """``stop`` was set: end here as a killed driver would, MLflow's runs KILLED."""
+        games, positions, _ = self._totals()
+        self._write_metrics()
+        self.tracker.fail_open_runs("KILLED")
+        self.say(f"async loop stopped: {games} games, {positions:,} positions, step {self.step}")
+        return {"candidates": [e for e in self.ledger.entries if e["stage"] == "gate"], "best": self.best,
+                "version": self.version, "mlflow": self.tracker.uri, "busy": self.busy.fractions(len(self.slots)),
+                "games": games, "positions": positions, "step": self.step, "stopped": True}  # fmt: skip
+
     def shutdown(self) -> None:
         """Kill every actor this loop started (their match actors die with the gatekeeper)."""
+        try:
+            self.games.flush()  # lines of a turn an error cut short (resume would find their shards anyway)
+        except OSError as error:
+            log.warning("games.jsonl could not be written: %s", error)
         actors = [slot.actor for slot in self.slots] + [a for a in (self.trainer, self.gatekeeper) if a is not None]
         for actor in actors:
             kill_quietly(actor)

@@ -26,6 +26,7 @@ from pipeline.shards import (
     remove_stale_temps,
     shard_name,
 )
+from pipeline.shards.store import ShardDigest, shard_digest, verify_shard
 
 log = logging.getLogger(__name__)
 
@@ -70,23 +71,30 @@ class PoolRole:
         ones and queue their tasks again (same id, seed, version); a recorded
         task whose shard is missing is queued again too.  At the start
         (``resume``) recorded shards are trusted (each was checked when it
-        landed); at the end every one is read again.  Temp files older than
-        an hour (a writer killed mid-write) are removed."""
+        landed); at the end every one is checked again: against its digest
+        (size and footer, no decoding), or read back when its line has none.
+        Temp files older than an hour (a writer killed mid-write) are removed."""
         remove_stale_temps(self.shards)
         recorded = self._recorded()
         names = {Path(path).name.removesuffix(".parquet") for path in list_shards(self.shards)}
+        undigested = set() if resume else {name for name in names if "digest" not in recorded.get(name, {"digest": 0})}
+        ids = self.games.ids_of(undigested) if undigested else {}
         for name in sorted(names | set(recorded)):
             parsed = parse_task(name)
             if parsed is None:
                 continue
             version, index = parsed
             self.next_index = max(self.next_index, index + 1)
+            if name in self._retired():  # removed on purpose by run.retain_positions
+                continue
             if resume and name in recorded and name in names:
                 continue
-            games = len(recorded[name]["games"]) if name in recorded else self.config.selfplay.games_per_task
+            entry = recorded.get(name)
+            games = entry["game_count"] if entry else self.config.selfplay.games_per_task
             task = self.known.get(name) or Task(name, task_seed(self.config.selfplay.seed, version, index), games,
                                                version)  # fmt: skip
-            if name in names and self._check(name, recorded.get(name, {}).get("games"), version) is None:
+            if name in names and self._check(name, ids.get(name, []) if entry else None, version,
+                                             entry.get("digest") if entry else None, reread=True) is None:  # fmt: skip
                 continue
             if any(queued.name == name for queued in self.queue):
                 continue
@@ -94,11 +102,26 @@ class PoolRole:
             self.queue.appendleft(task)
             self.known[name] = task
 
-    def _check(self, name: str, ids: list[str] | None, version: int) -> str | None:
-        """Read shard ``name`` back; None when valid (and recorded), else the
-        reason (the shard is quarantined)."""
+    def _check(self, name: str, ids: list[str] | None, version: int, digest: dict[str, Any] | None = None,
+               reread: bool = False) -> str | None:  # fmt: skip
+        """Check shard ``name``; None when valid (and recorded), else the reason
+        (the shard is quarantined).  With its writer's ``digest`` (the writer
+        validated the rows) the driver verifies the file's size and footer
+        only (:func:`pipeline.shards.store.verify_shard`); without one it reads
+        the shard back and compares its game ids with ``ids`` (None: record it).
+        ``reread``: a recorded shard that differs from its digest is read back
+        instead of quarantined (a task played again writes the same games, not
+        always the same bytes)."""
         path = os.path.join(self.shards, shard_name(name))
         try:
+            if digest is not None and "://" not in self.shards:
+                try:
+                    verify_shard(path, ShardDigest.from_dict(digest))
+                    return None
+                except ShardError:
+                    if not reread:
+                        raise
+                    ids = self.games.ids(name) or []
             table = read_shard(path, check_legality=self.config.train.check_legality)
         except ShardError as error:
             reason = error.reason
@@ -109,9 +132,12 @@ class PoolRole:
             if ids is None:
                 positions = table.num_rows
                 training = int(sum(table.column("full_search").to_pylist()))
-                self._record(name, found, positions, training, version)
+                digest = shard_digest(path).as_dict() if "://" not in self.shards else None
+                self._record(name, found, positions, training, version, digest=digest)
                 return None
             if found == sorted(ids):
+                if name in self.games and "://" not in self.shards:
+                    self.games.note_digest(name, shard_digest(path).as_dict())
                 return None
             reason = f"game ids {found} differ from the task's {sorted(ids)}"
         try:
@@ -121,16 +147,23 @@ class PoolRole:
             pass
         return reason
 
-    def _record(self, name: str, ids: list[str], positions: int, training: int, version: int, node: str = "") -> None:
-        if name in self._recorded():
+    def _record(self, name: str, ids: list[str], positions: int, training: int, version: int, node: str = "",
+                digest: dict[str, Any] | None = None) -> None:  # fmt: skip
+        """Record a task in ``games.jsonl`` (written at the end of the loop's turn)."""
+        if name in self.games:  # a task played again: its shard now
+            if digest is not None:
+                self.games.note_digest(name, digest)
             return
-        self.games.append(TaskRecord(version, name, ids, positions, training, node).as_entry())
+        self.games.append(TaskRecord(version, name, ids, positions, training, node, digest=digest).as_entry())
+        self.known.pop(name, None)
 
     def _pool_class(self) -> Any:
         selfplay, run = self.config.selfplay, self.config.run
+        if self.pool_actor is not None and hasattr(self.pool_actor, "remote"):
+            return self.pool_actor  # already remote, or a factory of handles
         return ray.remote(num_cpus=selfplay.cpus_per_worker, num_gpus=selfplay.gpus_per_worker,
                           resources={run.selfplay_resource: 1} if run.selfplay_resource else None,
-                          max_restarts=0, max_task_retries=0)(PoolActor)  # fmt: skip
+                          max_restarts=0, max_task_retries=0)(self.pool_actor or PoolActor)  # fmt: skip
 
     def _new_slot(self, restarts: int = 0, unplaced: int = 0, delay_s: float = 0.0) -> Slot:
         slot = Slot(None, restarts=restarts, unplaced=unplaced, start_after=time.monotonic() + delay_s)
@@ -231,11 +264,16 @@ class PoolRole:
             self.queue.appendleft(task)
             return
         self.busy.selfplay_s += summary.get("busy_s", 0.0)
-        reason = self._check(task.name, summary["game_ids"], task.version)
+        reason = self._check(task.name, summary["game_ids"], task.version, summary.get("digest"))
         if reason is not None:
             self.say(f"self-play task {task.name}: bad shard ({reason[:120]}): played again")
             self.queue.appendleft(task)
             return
         self._record(task.name, summary["game_ids"], int(summary.get("positions", 0)),
-                     int(summary.get("full_searches", 0)), task.version, summary.get("node", ""))  # fmt: skip
-        self.rates.append((time.monotonic(), int(summary.get("games", 0)), int(summary.get("positions", 0))))
+                     int(summary.get("full_searches", 0)), task.version, summary.get("node", ""),
+                     summary.get("digest"))  # fmt: skip
+        games, positions = int(summary.get("games", 0)), int(summary.get("positions", 0))
+        if self.rates:  # the first entry only starts the span
+            self.rate_sums[0] += games
+            self.rate_sums[1] += positions
+        self.rates.append((time.monotonic(), games, positions))

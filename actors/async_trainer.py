@@ -6,6 +6,7 @@ its restarts, and the candidates it exports (queued for the gatekeeper)."""
 from __future__ import annotations
 
 import math
+import os
 import time
 from typing import Any
 
@@ -15,8 +16,17 @@ from actors.async_pool import kill_quietly
 from actors.roles import TrainerActor
 from pipeline.loop.records import CandidateEntry, Task
 from pipeline.loop.tasks import parse_task, task_seed
-from pipeline.shards import shard_exists
+from pipeline.shards import QUARANTINE_DIR, SHARD_SUFFIX, shard_exists
 from pipeline.training.continuous import TrainerReport
+
+
+def quarantined_names(shards: str) -> list[str]:
+    """Task names of the shards in ``shards/quarantine/`` (none for a URI or no folder)."""
+    folder = os.path.join(shards, QUARANTINE_DIR)
+    if "://" in shards or not os.path.isdir(folder):
+        return []
+    with os.scandir(folder) as entries:
+        return sorted(e.name.removesuffix(SHARD_SUFFIX) for e in entries if e.name.endswith(SHARD_SUFFIX))
 
 
 class TrainerRole:
@@ -24,10 +34,8 @@ class TrainerRole:
     :class:`actors.async_loop.AsyncLoop`'s ``__init__``)."""
 
     def _totals(self) -> tuple[int, int, int]:
-        """(games, positions, training positions) of the recorded tasks."""
-        entries = self.games.entries
-        return (sum(len(e["games"]) for e in entries), sum(e.get("positions", 0) for e in entries),
-                sum(e.get("training_positions", 0) for e in entries))  # fmt: skip
+        """(games, positions, training positions) of the recorded tasks (kept as they are recorded)."""
+        return self.games.totals()
 
     def _allowance(self) -> int:
         """The step the ratio control lets the trainer reach now (0: not started)."""
@@ -82,6 +90,7 @@ class TrainerRole:
             self.resumed_seen = result.resumed_from
             self.say(f"trainer resumed from its state at step {result.resumed_from}")
         self.step = result.step
+        self.trainer_window = (self.trainer, result.window_paths)  # for retention (actors/async_retention.py)
         _, positions, training = self._totals()
         samples = self.step * self.config.train.batch_size
         ratio = samples / training if training else 0.0
@@ -118,12 +127,21 @@ class TrainerRole:
             self.say(f"trainer: {state}{detail}")
 
     def _sweep_missing(self) -> None:
-        """Queue again the recorded tasks whose shard is gone (quarantined by the trainer's window)."""
-        for name, entry in self._recorded().items():
-            if not shard_exists(self.shards, name) and not any(task.name == name for task in self.queue):
+        """Queue again the recorded tasks whose shard the trainer's window
+        quarantined: the names in ``quarantine/`` (a few; not every recorded
+        shard) that are recorded, not back in the folder and not queued or in
+        flight.  A shard gone some other way is found by the final sweep."""
+        recorded = self._recorded()
+        waiting = {task.name for task in self.queue}
+        waiting |= {info[1].name for kind, info in self.in_flight.values() if kind == "task"}
+        for name in quarantined_names(self.shards):
+            entry = recorded.get(name)
+            if entry is None or name in waiting or name in self._retired():  # retired: removed on purpose
+                continue
+            if not shard_exists(self.shards, name):
                 version, index = parse_task(name) or (entry["generation"], 0)
                 task = self.known.get(name) or Task(name, task_seed(self.config.selfplay.seed, version, index),
-                                                   len(entry["games"]), version)  # fmt: skip
+                                                   entry["game_count"], version)  # fmt: skip
                 self.say(f"self-play task {name}: its shard is gone (quarantined): played again")
                 self.queue.appendleft(task)
 

@@ -47,6 +47,7 @@ from pipeline.evaluation.measure import PREFIX as MEASURE_PREFIX
 from pipeline.evaluation.measure import measure_text
 from pipeline.loop.ledger import GAMES_FILE, Ledger, write_best
 from pipeline.loop.records import GenerationSummary, MeasureEntry, SelfPlayEntry, TrainEntry
+from pipeline.loop.retention import retain_generation
 from pipeline.loop.shards import check_shards, record_games
 from pipeline.loop.start import initial_best, open_run, runs_ended_on_error
 from pipeline.loop.text import gate_metrics, status_line
@@ -155,6 +156,7 @@ class SyncLoop:
                                      **{f"selfplay/{k}": v for k, v in selfplay.figures.items()}})  # fmt: skip
         summary.selfplay = selfplay.figures
         trained = self.train(generation, best, latest, run_id)
+        retain_generation(config, self.out, self.shards, self.games, generation, self.say)  # run.retain_positions
         self.board.update(losses=trained.losses(), step=trained.steps)
         tracker.log_metrics(run_id, trained.losses())
         summary.train = trained.metrics

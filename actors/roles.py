@@ -8,7 +8,9 @@ that :mod:`actors.async_loop` wraps with ``ray.remote``:
   tasks, so a promotion reaches the pool within one task.  It plays through
   :class:`actors.selfplay.SelfPlayActor` (the same worker, shards, names and
   checks as the synchronous loop) and tags every position with the version
-  (the shard's ``generation`` column).
+  (the shard's ``generation`` column).  It answers with the shard's digest
+  (:class:`pipeline.shards.store.ShardDigest`): the driver verifies the file
+  against it instead of reading the shard back.
 * :class:`TrainerActor` — trains continuously on the replay window
   (:class:`pipeline.training.continuous.ContinuousTrainer`, which exports a
   candidate net every ``run.candidate_every_steps`` steps and resumes from its
@@ -93,9 +95,24 @@ class PoolActor:
             self.inner = SelfPlayActor(self.config, state, self.out, generation=version)
             self.version = version
         summary = self.inner.play_task(task, seed, games)
+        digest = self._digest(str(summary["path"]))
         seconds = time.perf_counter() - started
         self.busy_s += seconds
-        return {**summary, "version": version, "node": node_id(), "busy_s": seconds}
+        return {**summary, "version": version, "node": node_id(), "busy_s": seconds, **digest}
+
+    def _digest(self, path: str) -> dict[str, Any]:
+        """``{"digest": ...}`` of the shard just written (its rows were validated
+        as it was written; with ``train.check_legality`` its moves are checked
+        here too), for the driver to verify; nothing for a shard on a URI
+        (the driver reads those back)."""
+        from pipeline.shards import read_shard
+        from pipeline.shards.store import shard_digest
+
+        if "://" in path:
+            return {}
+        if self.config.get("train", {}).get("check_legality"):
+            read_shard(path, check_legality=True)  # ShardError: the task fails and is played again
+        return {"digest": shard_digest(path).as_dict()}
 
 
 class TrainerActor:

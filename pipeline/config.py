@@ -25,7 +25,12 @@ from models.net import NetConfig
 from models.search_config import SearchConfig
 from pipeline.config_errors import ConfigError, check_at_least, require
 from pipeline.evaluation.config import GatingConfig
-from pipeline.loop_config import RunConfig, check_async_measure, check_training_devices
+from pipeline.loop_config import (
+    RunConfig,
+    check_async_measure,
+    check_retention,
+    check_training_devices,
+)
 from pipeline.selfplay.config import SelfPlayConfig, check_curriculum_measure
 from pipeline.supervised.config import SupervisedConfig
 from pipeline.training.config import TrainConfig
@@ -67,6 +72,7 @@ class Config:
     def __post_init__(self) -> None:
         check_training_devices(self.run, self.train.devices)  # rules across sections
         check_async_measure(self.run, self.gating.measure)
+        check_retention(self.run, self.train.window_positions, self.train.window_growth)
         check_curriculum_measure(self.selfplay.curriculum, self.gating.measure)
         require("train.soft_policy_weight", self.train.soft_policy_weight,
                 self.train.soft_policy_weight == 0 or self.net.soft_policy, "0 unless net.soft_policy is true")  # fmt: skip

@@ -53,6 +53,14 @@ class RunConfig:
         role_max_restarts: async: times the trainer or the gatekeeper is
             started again after its process or node died (the trainer resumes
             from its checkpoint, the gatekeeper gates the candidate again).
+        retain_positions: shard retention for long runs (both modes): once
+            this many training positions lie in newer shards, an older shard
+            is removed (``OUT/retention.jsonl`` lists it, so a resumed run
+            does not play it again); never a shard not yet validated, one in
+            a replay window still in use, or one among the newest
+            ``retain_positions`` training positions.  0 keeps every shard.
+            Must be 0 or at least ``train.window_positions``, and 0 with
+            ``train.window_growth`` > 0 (:func:`check_retention`).
     """
 
     mode: str = "sync"
@@ -70,12 +78,14 @@ class RunConfig:
     gate_resource: str = ""
     gates_in_flight: int = 1
     role_max_restarts: int = 3
+    retain_positions: int = 0
 
     def __post_init__(self) -> None:
         require_one_of("run.mode", self.mode, MODES)
         check_at_least("run", self, ("generations", "games_per_generation", "candidate_every_steps",
                                      "gates_in_flight"), 1)  # fmt: skip
-        check_at_least("run", self, ("trainer_cpus", "trainer_gpus", "gate_cpus", "role_max_restarts"), 0)
+        check_at_least("run", self, ("trainer_cpus", "trainer_gpus", "gate_cpus", "role_max_restarts",
+                                     "retain_positions"), 0)  # fmt: skip
         require("run.train_samples_per_position", self.train_samples_per_position,
                 self.train_samples_per_position > 0, "> 0")  # fmt: skip
         if not self.model_name:
@@ -107,4 +117,28 @@ def check_async_measure(run: RunConfig, measure: str) -> None:
         raise ConfigError(
             f"gating.measure must be none with run.mode async (the measure runs after each generation "
             f"of the sync loop), got {measure!r}; use run.mode sync, or bench/learning.py on the run's nets"
+        )
+
+
+def check_retention(run: RunConfig, window_positions: int, window_growth: float) -> None:
+    """Shard retention must never reach into a replay window: a positive
+    ``run.retain_positions`` below ``train.window_positions`` is refused (a
+    window built from the newest shards could then need a removed one), and
+    so is any with ``train.window_growth`` > 0 (the growing window's size
+    comes from every training position in the shard folder, which removing
+    shards would shrink)."""
+    retain = run.retain_positions
+    if retain == 0:
+        return
+    if retain < window_positions:
+        raise ConfigError(
+            f"run.retain_positions ({retain}) must be 0 (keep every shard) or at least "
+            f"train.window_positions ({window_positions}): a replay window reads the newest "
+            f"{window_positions} training positions, retention would remove shards it needs"
+        )
+    if window_growth > 0:
+        raise ConfigError(
+            f"run.retain_positions ({retain}) must be 0 with train.window_growth > 0 (got {window_growth!r}): "
+            f"the growing window's size comes from every training position in the shard folder, "
+            f"which removing shards would shrink; use a fixed window (train.window_growth: 0)"
         )

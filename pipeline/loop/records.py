@@ -63,7 +63,8 @@ class CandidateEntry:
 class TaskRecord:
     """A finished async self-play task in ``games.jsonl``: the net version that
     played it, its name, game ids, positions (all, with a training target),
-    node and the time it was recorded."""
+    node, the time it was recorded and its shard's digest
+    (:class:`pipeline.shards.store.ShardDigest` as a dict; None: its writer gave none)."""
 
     version: int
     task: str
@@ -72,11 +73,13 @@ class TaskRecord:
     training_positions: int
     node: str = ""
     time: float = field(default_factory=lambda: round(time.time(), 3))
+    digest: dict[str, Any] | None = None
 
     def as_entry(self) -> dict[str, Any]:
+        digest = {"digest": self.digest} if self.digest else {}
         return {"generation": self.version, "stage": "games", "task": self.task, "games": sorted(self.games),
                 "positions": self.positions, "training_positions": self.training_positions, "node": self.node,
-                "time": self.time}  # fmt: skip
+                "time": self.time, **digest}  # fmt: skip
 
 
 # -- the synchronous loop's ledger lines --------------------------------------

@@ -4,6 +4,7 @@ Part of :mod:`pipeline.shards` (import from there)."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
@@ -304,3 +305,66 @@ def shard_exists(
     if target.local:
         return os.path.isfile(target.path)
     return bool(target.fs.get_file_info(target.path).type == pafs.FileType.File)
+
+
+# ---------------------------------------------------------------------------
+# Digests: the writer validates, a reader of the bookkeeping verifies cheaply
+# ---------------------------------------------------------------------------
+
+_MAGIC: Final = b"PAR1"
+
+
+@dataclass(frozen=True)
+class ShardDigest:
+    """What identifies a written shard without reading its rows: its size in
+    bytes, its rows and a hash of its Parquet footer (which holds every column
+    chunk's offset, size and statistics, so a truncated, rewritten or other
+    file differs; the pages carry their own CRCs, checked when they are read).
+
+    The writer, which validated the rows, returns it; the async driver checks
+    a landed shard against it (:func:`verify_shard`) instead of decoding it."""
+
+    size: int
+    rows: int
+    footer: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"size": self.size, "rows": self.rows, "footer": self.footer}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ShardDigest:
+        return cls(int(data["size"]), int(data["rows"]), str(data["footer"]))
+
+
+def _footer(path: str) -> tuple[int, bytes]:
+    """(file size, footer bytes) of a local Parquet file; ShardError if it has none."""
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size < 12:
+            raise ShardError(path, f"not a readable Parquet file ({size} bytes)")
+        handle.seek(size - 8)
+        tail = handle.read(8)
+        length = int.from_bytes(tail[:4], "little")
+        if tail[4:] != _MAGIC or length > size - 12:
+            raise ShardError(path, "not a readable Parquet file (no footer)")
+        handle.seek(size - 8 - length)
+        return size, handle.read(length)
+
+
+def shard_digest(path: str) -> ShardDigest:
+    """The digest of the local shard at ``path`` (its writer's answer)."""
+    size, footer = _footer(path)
+    rows = pq.read_metadata(path).num_rows
+    return ShardDigest(size, rows, hashlib.blake2b(footer, digest_size=16).hexdigest())
+
+
+def verify_shard(path: str, expected: ShardDigest) -> None:
+    """Check the local shard at ``path`` against its writer's digest (size and
+    footer hash: two reads of a few KB, no decoding).  Raises ShardError naming
+    what differs; FileNotFoundError propagates."""
+    size, footer = _footer(path)
+    if size != expected.size:
+        raise ShardError(path, f"{size} bytes, its writer wrote {expected.size}")
+    found = hashlib.blake2b(footer, digest_size=16).hexdigest()
+    if found != expected.footer:
+        raise ShardError(path, f"footer digest {found} differs from its writer's {expected.footer}")

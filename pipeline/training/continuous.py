@@ -6,8 +6,13 @@ It trains continuously on the replay window with the project's training code
 schedule, :func:`pipeline.training.window.build_window` and
 :func:`pipeline.training.data.batch_stream`).  Training runs in segments of
 ``run.candidate_every_steps`` steps; each segment reads a window rebuilt from
-the shard folder at its start (so it picks up the shards that landed), and
-ends with a candidate net exported for the gatekeeper.  Its state (weights,
+the shard folder at its start, and ends with a candidate net exported for
+the gatekeeper.  Within a segment the trainer looks at the folder every
+:data:`WINDOW_REFRESH_S` seconds and, when shards landed, moves its window
+onto them (so a shard is trainable seconds after it lands, not a segment
+later); a :class:`pipeline.training.window.WindowIndex` kept across builds
+reads only the new shards.  The window in use is also written to
+``OUT/trainer/window.json`` (what the trainer reads now).  Its state (weights,
 optimizer, schedule, step, window, candidates) is checkpointed atomically
 every ``train.checkpoint_every`` steps and at every candidate; a new trainer
 (after a SIGKILL or a lost node) resumes from it.  It trains on
@@ -18,6 +23,7 @@ rejected with ``run.mode: async`` when the config loads).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
@@ -36,11 +42,14 @@ from pipeline.training.checkpointing import read_checkpoint
 from pipeline.training.data import StreamSpec, batch_stream
 from pipeline.training.module import AlphaZeroModule
 from pipeline.training.optim import build_optimizer, build_scheduler
-from pipeline.training.window import Window, build_window
+from pipeline.training.window import Window, WindowIndex, build_window
 
 log = logging.getLogger(__name__)
 
 TRAINER_STATE = "state.pt"
+WINDOW_FILE = "window.json"
+WINDOW_REFRESH_S = 3.0
+"""Seconds between two looks at the shard folder for shards that landed (within a segment)."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,7 @@ class TrainerReport:
     candidates: list[Candidate] = field(default_factory=list)
     resumed_from: int | None = None
     node: str = ""
+    window_paths: list[str] = field(default_factory=list)  # the window's shards (retention keeps them)
 
     def as_dict(self) -> dict[str, Any]:
         """The report as plain data (what crosses Ray)."""
@@ -114,10 +124,15 @@ class ContinuousTrainer:
         self.resumed_from: int | None = None
         self.stream: Iterator[Any] | None = None
         self.stream_at = -1
+        self.index = WindowIndex(shards)
+        self.window_at = 0.0  # when the folder was last looked at (monotonic; 0: never)
         state_path = self.out / TRAINER_STATE
         if state_path.exists():
             self._load(state_path)
             self.resumed_from = self.step
+            self.window_at = time.monotonic()  # the saved window first, as the killed trainer read it
+            with contextlib.suppress(FileNotFoundError):
+                self.index.refresh()  # what is there now; only shards landing from now on move the window
             log.info("trainer resumes from %s at step %d", state_path, self.step)
         else:
             load_weights(self.module.net, init_net)
@@ -155,8 +170,13 @@ class ContinuousTrainer:
 
     # -- data -----------------------------------------------------------------
 
-    def _new_window(self) -> None:
-        window = build_window(self.shards, self.config.train, self.config.net.policy_encoding)
+    def _new_window(self, listed: bool = False) -> None:
+        """Build the window (from the index; ``listed``: refreshed just now)."""
+        if not listed:
+            self.index.refresh()
+        self.window_at = time.monotonic()
+        window = build_window(self.shards, self.config.train, self.config.net.policy_encoding, self.index)
+        window.save(self.out / WINDOW_FILE)  # what the trainer reads now (its time: when it became trainable)
         self.window = window.to_dict()
         self.window_start = self.step
         self.stream = None
@@ -190,10 +210,12 @@ class ContinuousTrainer:
         if self.window is None or (self.step % every == 0 and self.window_start != self.step):
             self._new_window()  # a new segment reads the shards that landed since the last
         while self.step < target:
+            self._follow_folder()
             try:
                 batch = next(self._batches())
             except (ValueError, OSError) as error:  # a shard of the window went bad or away
                 log.warning("trainer: the window's data failed (%s): rebuilding the window", error)
+                self.index.reset()  # validate every shard taken again
                 self._new_window()
                 batch = next(self._batches())
             terms = self._train_step(batch)
@@ -218,7 +240,17 @@ class ContinuousTrainer:
             exported=exported,
             candidates=list(self.candidates),
             resumed_from=self.resumed_from,
+            window_paths=[piece.path for piece in window.pieces],
         )
+
+    def _follow_folder(self) -> None:
+        """Every WINDOW_REFRESH_S: move the window onto shards that landed (if any)."""
+        now = time.monotonic()
+        if now - self.window_at < WINDOW_REFRESH_S:
+            return
+        self.window_at = now
+        if self.index.refresh():
+            self._new_window(listed=True)
 
     def _train_step(self, batch: Any) -> dict[str, float]:
         batch = tuple(tensor.to(self.device, non_blocking=True) for tensor in batch)

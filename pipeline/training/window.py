@@ -13,6 +13,14 @@ is moved to ``<data>/quarantine/`` with a ``.reason.txt`` beside it, as
 The result is a :class:`Window`: a list of :class:`Piece` (shard path, its
 row counts, the training-row range used), saved as JSON in the run folder so
 that a resumed run reads exactly the same positions.
+
+A trainer that builds windows again and again (the async loop's) keeps a
+:class:`WindowIndex`: the folder's shards with their row counts, kept from one
+build to the next, so a build lists the folder and reads only the shards that
+landed since (their ``full_search`` and ``policy_encoding`` columns and
+footer; their rows were validated by their writer, whose digest the driver
+verified); :meth:`WindowIndex.reset` (after the batch path met a bad shard)
+makes the next build validate every shard it takes again, as above.
 """
 
 from __future__ import annotations
@@ -30,13 +38,14 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.atomic import atomic_write
-from pipeline.shards import ShardError, list_shards, quarantine_shard, read_shard
+from pipeline.shards import ShardError, check_schema, list_shards, quarantine_shard, read_shard
 from pipeline.training.config import TrainConfig
 
 __all__ = [
     "Piece",
     "TrainDataError",
     "Window",
+    "WindowIndex",
     "build_window",
     "count_training_rows",
     "window_size",
@@ -153,10 +162,88 @@ def count_training_rows(path: str) -> int | None:
     return int(pc.sum(column).as_py() or 0)
 
 
+@dataclass(frozen=True)
+class _Counted:
+    """A shard as the index knows it: rows, training rows, policy encodings,
+    and why it is bad ('' if it read)."""
+
+    rows: int
+    training: int
+    encodings: tuple[str, ...]
+    bad: str = ""
+
+
+class WindowIndex:
+    """The shards of a folder with their row counts, kept between window builds.
+
+    :meth:`refresh` lists the folder and counts only the shards it has not
+    seen (their footer and the ``full_search``/``policy_encoding`` columns,
+    page checksums verified); the training positions of the whole folder are
+    kept as a running total.  :meth:`reset` forgets everything: the next
+    build validates every shard it takes in full (:func:`read_shard`)."""
+
+    def __init__(self, data_dir: str | os.PathLike[str]) -> None:
+        self.directory = os.fspath(data_dir)
+        self.shards: dict[str, _Counted] = {}
+        self.paths: list[str] = []
+        self.total = 0
+        self.trusted = True  # False after reset(): the next build validates in full
+
+    def refresh(self) -> int:
+        """List the folder; count the new shards; returns how many are new."""
+        paths = list_shards(self.directory)
+        present = set(paths)
+        for gone in [path for path in self.shards if path not in present]:
+            self.total -= self.shards.pop(gone).training
+        new = [path for path in paths if path not in self.shards]
+        for path in new:
+            counted = _count(path)
+            self.shards[path] = counted
+            self.total += counted.training
+        self.paths = paths
+        return len(new)
+
+    def reset(self) -> None:
+        """Forget the counts; the next build reads the folder again and validates in full."""
+        self.shards, self.paths, self.total, self.trusted = {}, [], 0, False
+
+    def take(self, path: str, wanted: int, check_legality: bool, policy_encoding: str) -> Piece | None:
+        """The piece of up to ``wanted`` newest training rows of ``path`` (None: empty or bad, quarantined)."""
+        counted = self.shards.get(path)
+        if counted is None or not self.trusted:
+            return _take(path, wanted, check_legality, policy_encoding)
+        if counted.bad:
+            quarantine(path, counted.bad)
+            self.total -= self.shards.pop(path).training
+            return None
+        _check_encodings(path, list(counted.encodings), policy_encoding)
+        if counted.training == 0:
+            return None
+        used = min(counted.training, wanted)
+        return Piece(path, counted.rows, counted.training, counted.training - used, counted.training)
+
+
+def _count(path: str) -> _Counted:
+    """Rows, training rows and policy encodings of a shard from its footer and two small columns."""
+    try:
+        parquet = pq.ParquetFile(path, page_checksum_verification=True)
+        check_schema(parquet.schema_arrow)
+        table = parquet.read(columns=["full_search", "policy_encoding"], use_threads=False)
+    except (pa.ArrowException, OSError, ValueError) as error:  # ShardTableError is a ValueError
+        return _Counted(0, 0, (), f"not a readable shard ({type(error).__name__}: {error})")
+    training = int(pc.sum(table.column("full_search")).as_py() or 0)
+    encodings = tuple(pc.unique(table.column("policy_encoding").cast(pa.string())).to_pylist())
+    return _Counted(table.num_rows, training, encodings)
+
+
 def build_window(
-    data_dir: str | os.PathLike[str], config: TrainConfig, policy_encoding: str
+    data_dir: str | os.PathLike[str], config: TrainConfig, policy_encoding: str, index: WindowIndex | None = None
 ) -> Window:
     """Select, validate (quarantining bad shards) and describe the replay window.
+
+    With ``index`` (kept by the caller between builds) the folder's shards
+    are counted once each and only new ones are read (see :class:`WindowIndex`);
+    the caller refreshes it first.
 
     Raises:
         FileNotFoundError: ``data_dir`` does not exist.
@@ -164,19 +251,29 @@ def build_window(
             differs from the network's.
     """
     directory = os.fspath(data_dir)
-    paths = list_shards(directory)
-    counts = {path: count_training_rows(path) for path in paths}
-    total = sum(count or 0 for count in counts.values())
+    if index is None:
+        paths = list_shards(directory)
+        counts = {path: count_training_rows(path) for path in paths}
+        total = sum(count or 0 for count in counts.values())
+    else:
+        if not index.trusted:
+            index.refresh()
+        paths, total = index.paths, index.total
     size = window_size(total, config)
     pieces: list[Piece] = []
     taken = 0
     for path in reversed(paths):
         if taken >= size:
             break
-        piece = _take(path, size - taken, config.check_legality, policy_encoding)
+        if index is None:
+            piece = _take(path, size - taken, config.check_legality, policy_encoding)
+        else:
+            piece = index.take(path, size - taken, config.check_legality, policy_encoding)
         if piece is not None:
             pieces.append(piece)
             taken += piece.rows
+    if index is not None:
+        index.trusted = True  # the shards taken are validated now
     if taken == 0:
         raise TrainDataError(
             f"{directory}: no training positions (full_search rows) in {len(paths)} shard(s)"
@@ -199,17 +296,20 @@ def _take(path: str, wanted: int, check_legality: bool, policy_encoding: str) ->
     except ShardError as error:
         quarantine(path, error.reason)
         return None
-    encodings = pc.unique(table.column("policy_encoding")).to_pylist()
-    if encodings and encodings != [policy_encoding]:
-        raise TrainDataError(
-            f"shard {path}: policy encoding {encodings} does not match the network's net.policy_encoding "
-            f"{policy_encoding!r}"
-        )
+    _check_encodings(path, pc.unique(table.column("policy_encoding")).to_pylist(), policy_encoding)
     rows = int(pc.sum(table.column("full_search")).as_py() or 0)
     if rows == 0:
         return None
     used = min(rows, wanted)
     return Piece(path, table.num_rows, rows, rows - used, rows)
+
+
+def _check_encodings(path: str, encodings: list[str], policy_encoding: str) -> None:
+    if encodings and encodings != [policy_encoding]:
+        raise TrainDataError(
+            f"shard {path}: policy encoding {encodings} does not match the network's net.policy_encoding "
+            f"{policy_encoding!r}"
+        )
 
 
 def quarantine(path: str, reason: str) -> None:

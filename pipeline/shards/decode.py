@@ -80,6 +80,19 @@ def decode_planes(table: pa.Table) -> npt.NDArray[np.uint8]:
     return encode_snapshots(decode_history(table), decode_meta(table))
 
 
+def take_list_items(
+    offsets: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The list rows ``rows`` of a list column given as ``offsets``: their new
+    offsets (len(rows) + 1) and the flat indices of their items, in order."""
+    starts = offsets[rows]
+    lengths = offsets[rows + 1] - starts
+    taken = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=taken[1:])
+    items = np.arange(int(taken[-1]), dtype=np.int64) + np.repeat(starts - taken[:-1], lengths)
+    return taken, items
+
+
 def decode_rows_reference(
     history: npt.NDArray[np.uint64],
     meta: npt.NDArray[np.uint8],
@@ -99,12 +112,8 @@ def decode_rows_reference(
     """
     rows = np.asarray(rows, dtype=np.int64)
     planes = encode_snapshots(history[rows], meta[rows])
-    starts, stops = offsets[rows], offsets[rows + 1]
-    lengths = stops - starts
-    row_ids = np.repeat(np.arange(len(rows), dtype=np.int64), lengths)
-    items = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(
-        starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths
-    )
+    taken, items = take_list_items(offsets, rows)
+    row_ids = np.repeat(np.arange(len(rows), dtype=np.int64), np.diff(taken))
     columns = index[items].astype(np.intp)
     if columns.size and columns.max() >= policy_size:
         bad = int(np.flatnonzero(columns >= policy_size)[0])

@@ -23,6 +23,7 @@ from pipeline.shards.decode import (
     decode_rows,
     list_numpy,
     policy_sizes,
+    take_list_items,
 )
 from pipeline.training.targets import (
     MOVES_LEFT_COLUMNS,
@@ -170,11 +171,7 @@ class GroupArrays:
 
     def compact(self, rows: np.ndarray) -> CompactBatch:
         """The compact batch of group rows ``rows`` (:func:`expand_batch` gives :meth:`batch`)."""
-        starts, stops = self.offsets[rows], self.offsets[rows + 1]
-        lengths = stops - starts
-        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        items = np.arange(int(offsets[-1]), dtype=np.int64) + np.repeat(starts - offsets[:-1], lengths)
+        offsets, items = take_list_items(self.offsets, rows)
         return CompactBatch(
             torch.from_numpy(self.history[rows].view(np.int64)),
             torch.from_numpy(self.meta[rows]),

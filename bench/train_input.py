@@ -36,6 +36,12 @@ full batches`` decodes in DataLoader workers and passes planes + dense pi
 (~1.3 KB a sample) and builds planes + dense pi in this process on the CPU
 (:func:`~pipeline.training.data.expand_batch`; on a GPU trainer that step runs
 on the GPU), as :class:`~pipeline.training.data.ShardDataModule` now does.
+The loader rows start their clock after every worker's first batch (its
+group load is charged to the CPU rate only); ``whole window`` is the wall
+clock of one pass over the window from the loader's start, every group
+load and the workers' start-up included: the rate a trainer on this CPU sees;
+``expand on the GPU`` is the same pass without building planes and dense pi
+here, what a GPU trainer's process does (it expands on its device).
 ``/ CPU-s`` counts the CPU time of every process involved: with the machine
 shared it is the per-core rate; the wall-clock rate is what this machine gave
 at that moment.
@@ -287,6 +293,28 @@ def loader_rate(
     return Rate(1 / (used / samples + load_cpu), samples / wall)
 
 
+def sustained_rate(window: Window, config: TrainConfig, decoder: str, expand: bool = True) -> Rate:
+    """One pass over the whole window as the trainer takes it (``config.loader_workers``
+    workers, compact batches expanded here, or with ``expand`` off left as a GPU
+    trainer gets them, to expand on its device): the wall clock runs from the loader's
+    start, so every group load, the workers' start and the first batches' wait are in it."""
+    dataset = training_data.WindowDataset(window, config, ENCODING, decoder=decoder, compact=True)
+    batches = window.positions // config.batch_size
+    started, cpu = time.perf_counter(), time.process_time()
+    loader = DataLoader(dataset, batch_size=None, num_workers=config.loader_workers, prefetch_factor=4)
+    stream: Any = iter(loader)
+    pids = [worker.pid for worker in stream._workers]
+    for _ in range(batches):
+        batch = next(stream)
+        if expand:
+            training_data.expand_batch(batch)
+    wall = time.perf_counter() - started
+    used = time.process_time() - cpu + sum(cpu_seconds(pid) for pid in pids)
+    del stream
+    samples = batches * config.batch_size
+    return Rate(samples / used, samples / wall)
+
+
 def load_cost(window: Window, config: TrainConfig, decoder: str) -> float:
     """CPU seconds a sample of loading its shuffle group (Parquet read, filter, numpy columns)."""
     spec = training_data.WindowDataset(window, config, ENCODING, decoder=decoder).spec(0, 1)
@@ -341,6 +369,10 @@ def main() -> None:
         if path == "fast":
             rows.append((f"{path}: {args.workers} workers, compact + expand", *median_of(
                 lambda path=path, load=load: loader_rate(window, config, args.batches, path, True, load), args.repeats)))  # fmt: skip
+            rows.append((f"{path}: {args.workers} workers, compact, whole window", *median_of(
+                lambda path=path: sustained_rate(window, config, path), args.repeats)))  # fmt: skip
+            rows.append((f"{path}: the same, expand on the GPU (untimed)", *median_of(
+                lambda path=path: sustained_rate(window, config, path, expand=False), args.repeats)))  # fmt: skip
     print(f"{'path (batches ready for module.losses)':<46}{'/ CPU-s':>10}{'x GPU/2':>9}{'wall/s':>9}   "
           f"runs (per CPU-s | wall)")  # fmt: skip
     for label, median, runs in rows:
@@ -348,7 +380,8 @@ def main() -> None:
         print(f"{label:<46}{median.cpu:>10,.0f}{2 * median.cpu / target:>9.2f}{median.wall:>9,.0f}   [{shown}]")
     print("/ CPU-s: samples per CPU second of every process involved, group load amortised over its "
           f"{group_batches(config)} batches (the per-core rate); x GPU/2: what 2 such cores give over the "
-          "GPU's need; wall/s: wall clock on this shared machine at that moment")
+          "GPU's need; wall/s: wall clock on this machine at that moment (the loader rows after every worker's first "
+          "batch; 'whole window': one pass over the window from the loader's start, every group load included)")
 
 if __name__ == "__main__":
     main()

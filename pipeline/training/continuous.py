@@ -4,14 +4,16 @@
 It trains continuously on the replay window with the project's training code
 (:class:`pipeline.training.module.AlphaZeroModule`'s loss, its optimizer and
 schedule, :func:`pipeline.training.window.build_window` and
-:func:`pipeline.training.data.batch_stream`).  Training runs in segments of
+:class:`pipeline.training.moving.MovingStream`).  Training runs in segments of
 ``run.candidate_every_steps`` steps; each segment reads a window rebuilt from
 the shard folder at its start, and ends with a candidate net exported for
 the gatekeeper.  Within a segment the trainer looks at the folder every
 :data:`WINDOW_REFRESH_S` seconds and, when shards landed, moves its window
 onto them (so a shard is trainable seconds after it lands, not a segment
 later); a :class:`pipeline.training.window.WindowIndex` kept across builds
-reads only the new shards.  The window in use is also written to
+reads only the new shards, and the stream keeps its loaded shuffle group and
+adds to it only the rows of the shards that landed (a move costs what
+landed, not a shuffle buffer).  The window in use is also written to
 ``OUT/trainer/window.json`` (what the trainer reads now).  Its state (weights,
 optimizer, schedule, step, window, candidates) is checkpointed atomically
 every ``train.checkpoint_every`` steps and at every candidate; a new trainer
@@ -27,7 +29,6 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,8 +40,9 @@ from pipeline.atomic import atomic_write
 from pipeline.checkpoint import load_weights, save_net
 from pipeline.config import Config
 from pipeline.training.checkpointing import read_checkpoint
-from pipeline.training.data import StreamSpec, batch_stream
+from pipeline.training.data import StreamSpec
 from pipeline.training.module import AlphaZeroModule
+from pipeline.training.moving import MovingStream
 from pipeline.training.optim import build_optimizer, build_scheduler
 from pipeline.training.window import Window, WindowIndex, build_window
 
@@ -122,8 +124,8 @@ class ContinuousTrainer:
         self.window_start = 0  # the step at which that window's stream started
         self.candidates: list[Candidate] = []
         self.resumed_from: int | None = None
-        self.stream: Iterator[Any] | None = None
-        self.stream_at = -1
+        self.stream: MovingStream | None = None
+        self.stream_state: dict[str, Any] | None = None  # a saved stream to continue (after a resume)
         self.index = WindowIndex(shards)
         self.window_at = 0.0  # when the folder was last looked at (monotonic; 0: never)
         state_path = self.out / TRAINER_STATE
@@ -151,6 +153,7 @@ class ContinuousTrainer:
         self.window = state["window"]
         self.window_start = int(state["window_start"])
         self.candidates = [Candidate(**candidate) for candidate in state["candidates"]]
+        self.stream_state = state.get("stream")  # continued exactly at the first batch (if its shards are there)
 
     def _save(self) -> None:
         state = {
@@ -161,6 +164,7 @@ class ContinuousTrainer:
             "window": self.window,
             "window_start": self.window_start,
             "candidates": [asdict(candidate) for candidate in self.candidates],  # plain data in the state file
+            "stream": self.stream.state() if self.stream is not None else self.stream_state,
             "net_config": self.module.net.config.to_dict(),
         }
         if self.module.average is not None:
@@ -171,28 +175,38 @@ class ContinuousTrainer:
     # -- data -----------------------------------------------------------------
 
     def _new_window(self, listed: bool = False) -> None:
-        """Build the window (from the index; ``listed``: refreshed just now)."""
+        """Build the window (from the index; ``listed``: refreshed just now) and
+        move the stream onto it (it reads only the shards the window gained)."""
         if not listed:
             self.index.refresh()
         self.window_at = time.monotonic()
         window = build_window(self.shards, self.config.train, self.config.net.policy_encoding, self.index)
+        if self.stream is not None:
+            self.stream.move(window)
         window.save(self.out / WINDOW_FILE)  # what the trainer reads now (its time: when it became trainable)
         self.window = window.to_dict()
         self.window_start = self.step
-        self.stream = None
 
-    def _batches(self) -> Iterator[Any]:
-        """The batch stream of the current window, positioned at ``self.step``."""
-        if self.stream is None or self.stream_at != self.step:
+    def _batches(self) -> MovingStream:
+        """The batch stream (a new one on the current window after a start or a rebuild)."""
+        if self.stream is None:
             window = Window.from_dict(self.window, "trainer window")
             train = self.config.train
             net = self.config.net
             spec = StreamSpec(window.pieces, train.batch_size, train.shuffle_buffer,
-                              train.seed + self.window_start, 0, net.policy_encoding,
+                              train.seed + self.step, 0, net.policy_encoding,
                               train.value_target, train.q_ratio, net.value_head, net.moves_left)  # fmt: skip
-            self.stream = batch_stream(spec, skip=self.step - self.window_start)
-            self.stream_at = self.step
+            self.stream = self._continued(spec) if self.stream_state else MovingStream(spec)
+            self.stream_state = None
         return self.stream
+
+    def _continued(self, spec: StreamSpec) -> MovingStream:
+        """The saved stream, continued (a new one when its shards are gone or changed)."""
+        try:
+            return MovingStream.restore(spec, self.stream_state or {})
+        except (ValueError, OSError, KeyError, TypeError) as error:
+            log.warning("trainer: the saved batch stream cannot be continued (%s): a new one starts", error)
+            return MovingStream(spec)
 
     # -- training -------------------------------------------------------------
 
@@ -207,23 +221,15 @@ class ContinuousTrainer:
         target = min(until_step, boundary)
         sums: dict[str, float] = {}
         done = 0
-        if self.window is None or (self.step % every == 0 and self.window_start != self.step):
-            self._new_window()  # a new segment reads the shards that landed since the last
+        segment = self.window is None or (self.step % every == 0 and self.window_start != self.step)
         while self.step < target:
-            self._follow_folder()
-            try:
-                batch = next(self._batches())
-            except (ValueError, OSError) as error:  # a shard of the window went bad or away
-                log.warning("trainer: the window's data failed (%s): rebuilding the window", error)
-                self.index.reset()  # validate every shard taken again
-                self._new_window()
-                batch = next(self._batches())
+            batch = self._next_batch(segment)  # a new segment reads the shards that landed since the last
+            segment = False
             terms = self._train_step(batch)
             for key, value in terms.items():
                 sums[key] = sums.get(key, 0.0) + value
             done += 1
             self.step += 1
-            self.stream_at = self.step
             if self.step % self.config.train.checkpoint_every == 0 and self.step % every:
                 self._save()
         exported = None
@@ -242,6 +248,21 @@ class ContinuousTrainer:
             resumed_from=self.resumed_from,
             window_paths=[piece.path for piece in window.pieces],
         )
+
+    def _next_batch(self, new_window: bool) -> Any:
+        """The next batch, after following the folder (``new_window``: now)."""
+        try:
+            if new_window:
+                self._new_window()
+            else:
+                self._follow_folder()
+            return next(self._batches())
+        except (ValueError, OSError) as error:  # a shard of the window went bad or away
+            log.warning("trainer: the window's data failed (%s): rebuilding the window", error)
+            self.index.reset()  # validate every shard taken again
+            self.stream = self.stream_state = None  # a new stream on the rebuilt window (nothing kept of the bad one)
+            self._new_window()
+            return next(self._batches())
 
     def _follow_folder(self) -> None:
         """Every WINDOW_REFRESH_S: move the window onto shards that landed (if any)."""

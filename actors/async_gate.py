@@ -20,6 +20,8 @@ class GateRole:
     :class:`actors.async_loop.AsyncLoop`'s ``__init__``)."""
 
     def _feed_gatekeeper(self) -> None:
+        if self.stopping:  # every candidate the run asks for is gated: no new gate (the loop drains)
+            return
         while self.gate_queue and len(self.gating) < self.config.run.gates_in_flight:
             index = self.gate_queue.popleft()
             if self.gatekeeper is None:

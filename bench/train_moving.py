@@ -17,7 +17,14 @@ write in that time.  The shuffle buffer is the ``gpu`` preset's 500k, the batch
 Each run streams ``--batches`` batches from a fresh stream (its first group
 load included); figures are medians of ``--repeats`` runs.
 
-    .venv/bin/python bench/train_moving.py --data /tmp/zc_window_1m [--batches 144] [--move-every 36] [--repeats 3]
+Two more rows put a training step between batches: ``--step-ms`` of sleep, a
+stand-in for a GPU step during which the trainer's thread waits (83 ms: 12
+steps/s), the moving stream read in the trainer's thread (serial) beside the
+same stream made ahead by the trainer's prefetch thread
+(:class:`pipeline.training.prefetch.Prefetched`), in wall-clock samples/s.
+
+    .venv/bin/python bench/train_moving.py --data /tmp/zc_window_1m [--batches 144] [--move-every 36] [--repeats 3] \\
+        [--step-ms 83]
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from bench.train_input import ENCODING, load_window
 from pipeline.training.config import TrainConfig
 from pipeline.training.data import StreamSpec, batch_stream
 from pipeline.training.moving import MovingStream
+from pipeline.training.prefetch import Prefetched
 from pipeline.training.window import Piece, Window
 
 
@@ -81,6 +89,31 @@ def moving(path: list[Window], args: argparse.Namespace) -> Iterator[Any]:
             yield next(stream)
 
 
+def prefetched(path: list[Window], args: argparse.Namespace) -> Iterator[Any]:
+    """The moving stream made ahead in a thread (the continuous trainer's way)."""
+    stream = Prefetched(MovingStream(spec_of(path[0].pieces, args)))
+    try:
+        for number, window in enumerate(path):
+            if number:
+                stream.move(window)
+            count = (
+                args.move_every
+                if number < len(path) - 1
+                else args.batches - number * args.move_every
+            )
+            for _ in range(count):
+                yield next(stream)
+    finally:
+        stream.close()
+
+
+def stepped(batches: Iterator[Any], step_s: float) -> Iterator[Any]:
+    """Each batch followed by a step of ``step_s`` (sleep: a GPU step the thread waits for)."""
+    for batch in batches:
+        time.sleep(step_s)
+        yield batch
+
+
 def rate(make: Callable[[], Iterator[Any]], args: argparse.Namespace) -> tuple[float, float]:
     """(samples per CPU second, samples per wall second) of one run."""
     wall, cpu = time.perf_counter(), time.process_time()
@@ -102,6 +135,12 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=4096)
     parser.add_argument("--shuffle-buffer", type=int, default=500_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--step-ms",
+        type=float,
+        default=83.0,
+        help="the stand-in training step (0: skip those rows)",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     torch.set_num_threads(1)
@@ -115,8 +154,13 @@ def main() -> None:
           f"every {args.move_every} batches ({moves} moves in {args.batches} batches of {args.batch}); "
           f"shuffle buffer {args.shuffle_buffer:,}; 1 process, median of {args.repeats}")  # fmt: skip
     results = {}
-    for label, make in (("new stream at each move (before)", lambda: rebuilt(path, args)),
-                        ("moving stream (after)", lambda: moving(path, args))):  # fmt: skip
+    step = args.step_ms / 1000
+    rows = [("new stream at each move (before)", lambda: rebuilt(path, args)),
+            ("moving stream (after)", lambda: moving(path, args))]  # fmt: skip
+    if step:
+        rows += [(f"moving, {args.step_ms:g} ms step, serial", lambda: stepped(moving(path, args), step)),
+                 (f"moving, {args.step_ms:g} ms step, prefetched", lambda: stepped(prefetched(path, args), step))]  # fmt: skip
+    for label, make in rows:
         runs = [rate(make, args) for _ in range(args.repeats)]
         results[label] = (
             statistics.median(r[0] for r in runs),
@@ -126,7 +170,11 @@ def main() -> None:
         print(
             f"{label:<36}{results[label][0]:>10,.0f} / CPU-s{results[label][1]:>10,.0f} / wall-s   [{shown}]"
         )
-    before, after = results.values()
+    before, after, *stepped_rows = results.values()
+    if stepped_rows:
+        serial, ahead = stepped_rows
+        print(f"with a {args.step_ms:g} ms step: {ahead[1]:,.0f} samples/s prefetched, {serial[1]:,.0f} serial "
+              f"(the step alone allows {args.batch / step:,.0f})")  # fmt: skip
     print(f"moving window: {after[0]:,.0f} samples per CPU-s after, {before[0]:,.0f} before "
           f"({after[0] / before[0]:.1f}x)")  # fmt: skip
 

@@ -65,11 +65,10 @@ def test_a_move_reads_only_what_landed_and_serves_it_within_the_group(
     old_keys, new_keys = row_keys(old), row_keys(new)
     stream = MovingStream(spec_of(old))
     served = keys_of(next(stream)) + keys_of(next(stream))
-    assert stream.groups == 1
+    assert stream.groups == 1 and stream.loading is not None
     loaded = len(old_keys)
-    for path in list_shards(
-        old
-    ):  # as retention may: the group is in memory, the files are not read again
+    stream.loading.thread.join()  # the next group (chosen now, from this window) is read too
+    for path in list_shards(old):  # as retention may: both groups are in memory, no file is read again
         Path(path).unlink()
     landed = shutil.copy(list_shards(new)[0], old)
     assert stream.move(build_window(old, CONFIG, "az4672")) > 0
@@ -81,8 +80,10 @@ def test_a_move_reads_only_what_landed_and_serves_it_within_the_group(
     from_new = [key for key in served if key in new_keys]
     assert len(from_new) >= len(new_keys) - BATCH  # what landed, served before the group ended
     assert len(served) >= loaded + len(new_keys) - BATCH
-    nxt = keys_of(next(stream))  # the next group: the window as it is now (only the landed shard)
+    next(stream)  # the next group: chosen (and read) before the move
     assert stream.groups == 2
+    while stream.groups == 2:
+        nxt = keys_of(next(stream))  # the one after: chosen from the window as it is now
     assert {new_keys.get(key) for key in nxt} <= {Path(landed).name, None}
     assert any(key in new_keys for key in nxt)
 
@@ -151,16 +152,23 @@ def test_the_continuous_trainer_moves_its_stream_without_reloading(
     init = save_net(AlphaZeroNet(config.net), tmp_path / "init.pt")
     trainer = continuous.ContinuousTrainer(config, str(old), tmp_path / "trainer", str(init))
     first = trainer.run(until_step=2, every=1000)
-    assert first.step == 2 and trainer.stream is not None and trainer.stream.groups == 1
+    assert first.step == 2 and trainer.stream is not None and trainer.stream.stream.groups == 1
     landed = Path(shutil.copy(list_shards(new)[0], old)).name
     monkeypatch.setattr(continuous, "WINDOW_REFRESH_S", 0.0)  # look at the folder before every step
     report = trainer.run(until_step=4, every=1000)
     assert report.step == 4 and landed in {Path(path).name for path in report.window_paths}
     window = json.loads((tmp_path / "trainer" / continuous.WINDOW_FILE).read_text())
     assert landed in {Path(piece["path"]).name for piece in window["pieces"]}
-    assert (
-        trainer.stream.groups == 1 and trainer.stream.moved_positions > 0
-    )  # what landed, not a new group
+    import time
+
+    stream = (
+        trainer.stream.stream
+    )  # behind the prefetch thread, which moves it before its next batch
+    deadline = time.monotonic() + 30
+    while not stream.moved_positions and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert stream.groups == 1 and stream.moved_positions > 0  # what landed, not a new group
+    trainer.stream.close()
 
 
 def test_a_restored_stream_takes_the_same_batches(folders: tuple[Path, Path]) -> None:
@@ -190,3 +198,32 @@ def replace_seed(spec: StreamSpec, window: object) -> StreamSpec:
     from dataclasses import replace
 
     return replace(spec, pieces=window.pieces, seed=spec.seed + 100)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("preload", [True, False])
+def test_preloading_the_next_group_changes_no_batch(folders: tuple[Path, Path], preload: bool) -> None:
+    old, _ = folders
+    spec = spec_of(old, shuffle=40)  # groups of one or two shards: a group starts every few batches
+    reference, stream = MovingStream(spec, preload=False), MovingStream(spec, preload=preload)
+    for _ in range(15):
+        assert all(torch.equal(a, b) for a, b in zip(next(reference), next(stream), strict=True))
+    assert stream.groups == reference.groups >= 3
+
+
+def test_a_next_group_that_cannot_load_fails_when_it_is_needed(folders: tuple[Path, Path]) -> None:
+    old, _ = folders
+    stream = MovingStream(spec_of(old, shuffle=40))
+    next(stream)
+    assert stream.loading is not None
+    stream.loading.thread.join()
+    for piece in stream.next_pieces:
+        Path(piece.path).write_bytes(b"gone bad")  # too late for the loaded copy: still served
+    served_groups = stream.groups
+    while stream.groups == served_groups:
+        next(stream)  # the preloaded group was read before the files went bad
+    for path in list_shards(old):
+        Path(path).write_bytes(b"gone bad")
+    stream.loading.thread.join()
+    with pytest.raises((ValueError, OSError)):
+        while True:
+            next(stream)

@@ -344,13 +344,19 @@ def test_the_driver_runs_it_only_after_a_report_of_the_running_trainer_while_idl
 
 @pytest.mark.slow
 def test_a_resumed_trainer_finds_the_window_it_never_reported(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The trainer builds a window, checkpoints it and dies before its report;
     more shards land.  The driver's last report names an older window: a pass
     then would delete the resumed window's shards, so none runs until the new
     trainer reports; it trains on without missing a shard."""
     import torch
+
+    from pipeline.training import continuous
+
+    # Windows move only at segment starts here: on a loaded machine the resumed trainer's
+    # first step can come after WINDOW_REFRESH_S, and it would follow the folder first.
+    monkeypatch.setattr(continuous, "WINDOW_REFRESH_S", 3600.0)
 
     from actors.roles import TrainerActor
     from actors.selfplay import SelfPlayActor

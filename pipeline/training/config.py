@@ -70,11 +70,13 @@ class TrainConfig:
         window_exponent: the exponent of the growing window (KataGo: 0.65).
         shuffle_buffer: positions mixed together when shuffling: whole shards
             are loaded until the buffer holds at least this many, then their
-            rows are permuted together.
+            rows are permuted together (the async trainer keeps two such
+            groups: the one it serves and the next, loading).
         check_legality: also check that every move with policy mass is legal
             when validating shards (slow: ~90 us per distinct position).
         loader_workers: DataLoader worker processes per device (0 = decode in
-            the training process).
+            the training process); the synchronous loop's trainer only (the
+            async trainer decodes in a thread, :mod:`pipeline.training.prefetch`).
         device: ``auto`` (CUDA when present, else CPU), ``cpu`` or ``cuda``.
         devices: devices to train on; 0 = all that are present (several GPUs
             train with DDP).

@@ -13,7 +13,8 @@ onto them (so a shard is trainable seconds after it lands, not a segment
 later); a :class:`pipeline.training.window.WindowIndex` kept across builds
 reads only the new shards, and the stream keeps its loaded shuffle group and
 adds to it only the rows of the shards that landed (a move costs what
-landed, not a shuffle buffer).  The window in use is also written to
+landed, not a shuffle buffer); a thread makes the next batches while a
+step trains (:class:`pipeline.training.prefetch.Prefetched`).  The window in use is also written to
 ``OUT/trainer/window.json`` (what the trainer reads now).  Its state (weights,
 optimizer, schedule, step, window, candidates) is checkpointed atomically
 every ``train.checkpoint_every`` steps and at every candidate; a new trainer
@@ -44,6 +45,7 @@ from pipeline.training.data import StreamSpec
 from pipeline.training.module import AlphaZeroModule
 from pipeline.training.moving import MovingStream
 from pipeline.training.optim import build_optimizer, build_scheduler
+from pipeline.training.prefetch import Prefetched
 from pipeline.training.window import Window, WindowIndex, build_window
 
 log = logging.getLogger(__name__)
@@ -52,6 +54,8 @@ TRAINER_STATE = "state.pt"
 WINDOW_FILE = "window.json"
 WINDOW_REFRESH_S = 3.0
 """Seconds between two looks at the shard folder for shards that landed (within a segment)."""
+PREFETCH_DEPTH = 2
+"""Batches the stream's thread makes ahead of the training step."""
 
 
 @dataclass(frozen=True)
@@ -124,7 +128,7 @@ class ContinuousTrainer:
         self.window_start = 0  # the step at which that window's stream started
         self.candidates: list[Candidate] = []
         self.resumed_from: int | None = None
-        self.stream: MovingStream | None = None
+        self.stream: Prefetched | None = None  # the moving stream, its batches made ahead in a thread
         self.stream_state: dict[str, Any] | None = None  # a saved stream to continue (after a resume)
         self.index = WindowIndex(shards)
         self.window_at = 0.0  # when the folder was last looked at (monotonic; 0: never)
@@ -187,7 +191,7 @@ class ContinuousTrainer:
         self.window = window.to_dict()
         self.window_start = self.step
 
-    def _batches(self) -> MovingStream:
+    def _batches(self) -> Prefetched:
         """The batch stream (a new one on the current window after a start or a rebuild)."""
         if self.stream is None:
             window = Window.from_dict(self.window, "trainer window")
@@ -196,7 +200,8 @@ class ContinuousTrainer:
             spec = StreamSpec(window.pieces, train.batch_size, train.shuffle_buffer,
                               train.seed + self.step, 0, net.policy_encoding,
                               train.value_target, train.q_ratio, net.value_head, net.moves_left)  # fmt: skip
-            self.stream = self._continued(spec) if self.stream_state else MovingStream(spec)
+            stream = self._continued(spec) if self.stream_state else MovingStream(spec)
+            self.stream = Prefetched(stream, PREFETCH_DEPTH)
             self.stream_state = None
         return self.stream
 
@@ -246,8 +251,17 @@ class ContinuousTrainer:
             exported=exported,
             candidates=list(self.candidates),
             resumed_from=self.resumed_from,
-            window_paths=[piece.path for piece in window.pieces],
+            window_paths=[piece.path for piece in window.pieces] + self._loading_paths(window),
         )
+
+    def _loading_paths(self, window: Window) -> list[str]:
+        """Shards outside ``window`` that the stream's next group (chosen from an earlier
+        window) is still reading: retention keeps them too."""
+        loading = self.stream.stream.loading if self.stream is not None else None
+        if loading is None or not loading.thread.is_alive():
+            return []
+        inside = {piece.path for piece in window.pieces}
+        return [piece.path for piece in loading.pieces if piece.path not in inside]
 
     def _next_batch(self, new_window: bool) -> Any:
         """The next batch, after following the folder (``new_window``: now)."""
@@ -260,6 +274,8 @@ class ContinuousTrainer:
         except (ValueError, OSError) as error:  # a shard of the window went bad or away
             log.warning("trainer: the window's data failed (%s): rebuilding the window", error)
             self.index.reset()  # validate every shard taken again
+            if self.stream is not None:
+                self.stream.close()
             self.stream = self.stream_state = None  # a new stream on the rebuilt window (nothing kept of the bad one)
             self._new_window()
             return next(self._batches())

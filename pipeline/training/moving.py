@@ -17,8 +17,11 @@ A :class:`MovingStream` instead keeps what it loaded:
   uniformly: each batch takes its rows at random, without replacement, from
   every position not served yet (a multivariate hypergeometric split of the
   batch over the parts).
-* When fewer than a batch remain, the next group is drawn from the window as
-  it is then: pieces that left the window are no longer read.
+* The next group is chosen (random pieces of the window as it is) when the
+  current one begins, and loaded by a thread while the current one is
+  served (``preload``: two groups in memory, the load off the batch path);
+  it is served once fewer than a batch remain.  Pieces that have left the
+  window are not chosen again.
 
 Positions that landed are thus served within the current group and again in
 later groups, like the rest of the window; a shard that left the window but
@@ -27,8 +30,8 @@ retention may already have removed its file).
 
 Resuming.  Every draw of a group comes from a generator seeded by ``(seed,
 consumer, group number)``, so the stream since its current group began is a
-function of the group's pieces and what happened since: the moves (the
-pieces each added) and the batches served.  :meth:`MovingStream.state` is
+function of the group's pieces (and the next group's) and what happened
+since: the moves (the pieces each added) and the batches served.  :meth:`MovingStream.state` is
 that record (a few entries: a group lasts ``shuffle_buffer / batch_size``
 batches); :meth:`MovingStream.restore` loads the group and the moved pieces
 again and replays the draws without decoding, so a trainer that resumes from
@@ -38,6 +41,8 @@ its checkpoint takes the same batches it would have taken.
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -83,7 +88,7 @@ class MovingStream:
         ValueError, OSError: a shard cannot be read (the caller rebuilds).
     """
 
-    def __init__(self, spec: StreamSpec) -> None:
+    def __init__(self, spec: StreamSpec, preload: bool = True) -> None:
         if spec.decoder != "fast":
             raise ValueError(f"a moving stream needs the fast decoder, got {spec.decoder!r}")
         self.spec = spec
@@ -95,6 +100,9 @@ class MovingStream:
         ] = []  # since the group: ["move", [piece, ...]] or ["batches", n]
         self.rng = np.random.default_rng()
         self.moved_positions = 0  # positions read by moves (the landed shards)
+        self.preload = preload  # load the next group in a thread while this one is served
+        self.next_pieces: tuple[Piece, ...] = ()
+        self.loading: _Loading | None = None
 
     @property
     def left(self) -> int:
@@ -116,17 +124,19 @@ class MovingStream:
         """What :meth:`restore` needs to continue this stream exactly (plain data)."""
         return {"seed": self.spec.seed, "groups": self.groups,
                 "pieces": [asdict(piece) for piece in self.group_pieces],
+                "next": [asdict(piece) for piece in self.next_pieces],
                 "events": [list(event) for event in self.events]}  # fmt: skip
 
     @classmethod
-    def restore(cls, spec: StreamSpec, state: dict[str, Any]) -> MovingStream:
+    def restore(cls, spec: StreamSpec, state: dict[str, Any], preload: bool = True) -> MovingStream:
         """The stream ``state`` describes, on the window of ``spec``, at the same
         point (and seed): its group and moved pieces loaded again, its draws replayed."""
-        stream = cls(replace(spec, seed=int(state["seed"])))
+        stream = cls(replace(spec, seed=int(state["seed"])), preload)
         if not state["groups"]:
             return stream
+        following = tuple(Piece(**piece) for piece in state["next"])
         stream._start_group(
-            tuple(Piece(**piece) for piece in state["pieces"]), int(state["groups"])
+            tuple(Piece(**piece) for piece in state["pieces"]), int(state["groups"]), following
         )
         for kind, value in state["events"]:
             if kind == "move":
@@ -162,32 +172,48 @@ class MovingStream:
         return picks
 
     def _next_group(self) -> None:
-        """Draw a group of at least ``shuffle_buffer`` positions from random pieces of the window."""
+        """Start the next group: the one chosen (and loading) since the current one began."""
         spec = self.spec
         if spec.positions < spec.batch_size:
             raise TrainDataError(
                 f"the window has {spec.positions} positions, fewer than train.batch_size {spec.batch_size}"
             )
         number = self.groups + 1
+        self._start_group(self.next_pieces or self._choose(number), number)
+
+    def _choose(self, number: int) -> tuple[Piece, ...]:
+        """Group ``number``'s pieces: random pieces of the window, at least ``shuffle_buffer`` positions."""
+        spec = self.spec
         target = max(spec.shuffle_buffer, spec.batch_size)
         chosen: list[Piece] = []
         rows = 0
-        for index in np.random.default_rng(
-            [spec.seed, spec.consumer, _CHOICE_STREAM, number]
-        ).permutation(len(spec.pieces)):
+        order = np.random.default_rng([spec.seed, spec.consumer, _CHOICE_STREAM, number])
+        for index in order.permutation(len(spec.pieces)):
             chosen.append(spec.pieces[index])
             rows += spec.pieces[index].rows
             if rows >= target:
                 break
-        self._start_group(tuple(chosen), number)
+        return tuple(chosen)
 
-    def _start_group(self, pieces: tuple[Piece, ...], number: int) -> None:
+    def _start_group(
+        self, pieces: tuple[Piece, ...], number: int, following: tuple[Piece, ...] | None = None
+    ) -> None:
+        """Serve group ``number`` (loaded in the background already when it was chosen
+        then); choose the one after it (``following``: given) and start loading it."""
+        loading, self.loading = self.loading, None
+        arrays = (
+            loading.result()
+            if loading is not None and loading.pieces == pieces
+            else self._load(pieces)
+        )
         self.rng = np.random.default_rng(
             [self.spec.seed, self.spec.consumer, _GROUP_STREAM, number]
         )
-        arrays = self._load(pieces)
         self.parts = [_Part(arrays, self.rng.permutation(len(arrays.target)))]
         self.groups, self.group_pieces, self.events = number, pieces, []
+        self.next_pieces = following or self._choose(number + 1)
+        if self.preload:
+            self.loading = _Loading(self.next_pieces, self._load)
 
     def _add(self, pieces: tuple[Piece, ...]) -> int:
         arrays = self._load(pieces)
@@ -199,3 +225,31 @@ class MovingStream:
 
     def _load(self, pieces: tuple[Piece, ...]) -> GroupArrays:
         return GroupArrays.of(load_group(pieces, stream_columns(self.spec)), self.spec)
+
+
+class _Loading:
+    """A group loading in a thread (Parquet reads release the GIL); :meth:`result` waits."""
+
+    def __init__(
+        self, pieces: tuple[Piece, ...], load: Callable[[tuple[Piece, ...]], GroupArrays]
+    ) -> None:
+        self.pieces = pieces
+        self.arrays: GroupArrays | None = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(
+            target=self._run, args=(load,), name="zerochess-group", daemon=True
+        )
+        self.thread.start()
+
+    def _run(self, load: Callable[[tuple[Piece, ...]], GroupArrays]) -> None:
+        try:
+            self.arrays = load(self.pieces)
+        except Exception as error:  # noqa: BLE001 - raised where the group is needed
+            self.error = error
+
+    def result(self) -> GroupArrays:
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        assert self.arrays is not None
+        return self.arrays

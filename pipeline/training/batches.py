@@ -33,7 +33,8 @@ from pipeline.training.targets import (
     wdl_targets,
 )
 
-__all__ = ["BASE_COLUMNS", "Batch", "BatchSpec", "CompactBatch", "GroupArrays", "expand_batch", "stream_columns"]
+__all__ = ["BASE_COLUMNS", "Batch", "BatchSpec", "CompactBatch", "GroupArrays", "concat_compact", "expand_batch",
+           "stream_columns"]
 
 BASE_COLUMNS = ("history", "meta", "policy_encoding", "policy_index", "policy_prob", "z", "full_search")
 """The columns every batch needs (the value target ``z`` of a scalar head)."""
@@ -97,6 +98,24 @@ def expand_batch(compact: CompactBatch) -> Batch:
         planes_t, pi_t = expand_torch(compact)
     batch = (planes_t, pi_t, compact.target)
     return (*batch, compact.plies_left) if compact.plies_left is not None else batch
+
+
+def concat_compact(batches: list[CompactBatch]) -> CompactBatch:
+    """One compact batch of ``batches``' rows, in order (their policy lists' offsets shifted)."""
+    ends = [int(batch.offsets[-1]) for batch in batches]
+    shifts = np.cumsum([0, *ends[:-1]])
+    offsets = [batches[0].offsets[:1]] + [batch.offsets[1:] + int(shift) for batch, shift in zip(batches, shifts)]
+    plies = [batch.plies_left for batch in batches]
+    return CompactBatch(
+        torch.cat([batch.history for batch in batches]),
+        torch.cat([batch.meta for batch in batches]),
+        torch.cat(offsets),
+        torch.cat([batch.index for batch in batches]),
+        torch.cat([batch.prob for batch in batches]),
+        torch.cat([batch.target for batch in batches]),
+        torch.cat(plies) if all(p is not None for p in plies) else None,  # type: ignore[arg-type]
+        batches[0].policy_size,
+    )
 
 
 def expand_torch(compact: CompactBatch) -> tuple[torch.Tensor, torch.Tensor]:

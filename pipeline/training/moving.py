@@ -47,9 +47,14 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
-import torch
 
-from pipeline.training.batches import Batch, GroupArrays, stream_columns
+from pipeline.training.batches import (
+    Batch,
+    GroupArrays,
+    concat_compact,
+    expand_batch,
+    stream_columns,
+)
 from pipeline.training.data import StreamSpec, load_group
 from pipeline.training.window import Piece, TrainDataError, Window
 
@@ -152,10 +157,13 @@ class MovingStream:
         return self
 
     def __next__(self) -> Batch:
-        batches = [part.arrays.batch(rows) for part, rows in self._draw()]
-        if len(batches) == 1:
-            return batches[0]
-        return tuple(torch.cat(tensors) for tensors in zip(*batches))
+        picks = self._draw()
+        if len(picks) == 1:
+            part, rows = picks[0]
+            return part.arrays.batch(rows)
+        # Rows of several parts: their compact rows (~1/20 of the bytes) joined, then decoded
+        # once, rather than full batches decoded apart and copied together.
+        return expand_batch(concat_compact([part.arrays.compact(rows) for part, rows in picks]))
 
     def _draw(self) -> list[tuple[_Part, np.ndarray]]:
         """The next batch's rows, part by part (a group drawn first when too few are left)."""

@@ -227,3 +227,21 @@ def test_a_next_group_that_cannot_load_fails_when_it_is_needed(folders: tuple[Pa
     with pytest.raises((ValueError, OSError)):
         while True:
             next(stream)
+
+
+def test_moved_rows_are_held_to_one_shuffle_buffer(folders: tuple[Path, Path], tmp_path: Path) -> None:
+    old, new = folders
+    make_shards(new, shards=3, games=3, max_plies=14, seed=5, generation=2)  # 4 shards land at once
+    spec = spec_of(old, shuffle=50)
+    stream = MovingStream(spec)
+    next(stream)
+    for path in list_shards(new):
+        shutil.copy(path, old)
+    window = build_window(old, CONFIG, "az4672")
+    added = stream.move(window)
+    newest = [piece for piece in window.pieces if piece.path not in {p.path for p in spec.pieces}]
+    assert len(newest) == 4 and 0 < added < sum(piece.rows for piece in newest)  # not all of it
+    assert stream.moved_left == added and added < 50 + max(piece.rows for piece in newest)
+    moved = stream.state()["events"][-1][1]
+    assert [piece["path"] for piece in moved] == [piece.path for piece in newest[: len(moved)]]  # newest first
+    assert stream.move(window) == 0  # the rest is left to later groups, not read on the next move

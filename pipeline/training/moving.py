@@ -16,7 +16,10 @@ A :class:`MovingStream` instead keeps what it loaded:
   what the group has still to serve, so the next batches draw from both,
   uniformly: each batch takes its rows at random, without replacement, from
   every position not served yet (a multivariate hypergeometric split of the
-  batch over the parts).
+  batch over the parts).  Moved rows not yet served are held to one shuffle
+  buffer: when self-play lands more than the trainer takes, a move reads the
+  newest pieces up to that and leaves the rest to later groups (memory and
+  the loading stay bounded however far self-play runs ahead).
 * The next group is chosen (random pieces of the window as it is) when the
   current one begins, and loaded by a thread while the current one is
   served (``preload``: two groups in memory, the load off the batch path);
@@ -69,6 +72,7 @@ class _Part:
 
     arrays: GroupArrays
     left: np.ndarray
+    moved: bool = False  # added by a move (not the group)
 
     def take(self, count: int) -> np.ndarray:
         rows, self.left = self.left[:count], self.left[count:]
@@ -114,16 +118,28 @@ class MovingStream:
         """Positions loaded and not served yet."""
         return sum(len(part.left) for part in self.parts)
 
+    @property
+    def moved_left(self) -> int:
+        """Positions that moves added and are not served yet."""
+        return sum(len(part.left) for part in self.parts if part.moved)
+
     def move(self, window: Window) -> int:
         """Follow ``window``: read the pieces it has that the stream's window lacks.
 
         Returns the positions added to what the current group has to serve."""
         known = {piece.path for piece in self.spec.pieces}
-        new = tuple(piece for piece in window.pieces if piece.path not in known)
+        new = [piece for piece in window.pieces if piece.path not in known]  # newest first
         self.spec = replace(self.spec, pieces=window.pieces)
-        if not new or not self.parts:
+        budget = max(self.spec.shuffle_buffer, self.spec.batch_size) - self.moved_left
+        taken: list[Piece] = []
+        for piece in new:
+            if budget <= 0:
+                break  # the rest is in the window: later groups draw it
+            taken.append(piece)
+            budget -= piece.rows
+        if not taken or not self.parts:
             return 0  # no group yet: the first one is drawn from the new window
-        return self._add(new)
+        return self._add(tuple(taken))
 
     def state(self) -> dict[str, Any]:
         """What :meth:`restore` needs to continue this stream exactly (plain data)."""
@@ -226,7 +242,7 @@ class MovingStream:
     def _add(self, pieces: tuple[Piece, ...]) -> int:
         arrays = self._load(pieces)
         rows = self.rng.permutation(len(arrays.target))
-        self.parts.append(_Part(arrays, rows))
+        self.parts.append(_Part(arrays, rows, moved=True))
         self.events.append(["move", [asdict(piece) for piece in pieces]])
         self.moved_positions += len(rows)
         return len(rows)

@@ -10,7 +10,8 @@ while the trainer's thread computes a step (on a GPU: while it waits for it).
   saves, so a resume continues after the last batch *trained*, not the last
   one made);
 * :meth:`Prefetched.move` hands a window to the thread, which moves the stream
-  before its next batch (the batches already made are served first);
+  before its next batch (the batches already made are served first; of
+  several windows handed over meanwhile, it moves onto the newest);
 * an error in the thread (a bad shard) is raised by the next ``next``;
 * :meth:`Prefetched.close` stops the thread.
 """
@@ -79,11 +80,14 @@ class Prefetched:
     def _run(self) -> None:
         while not self.stopping.is_set():
             try:
-                while True:
+                latest = None
+                while True:  # the windows handed over since the last batch: the newest is enough
                     try:
-                        self.stream.move(self.windows.get_nowait())
+                        latest = self.windows.get_nowait()
                     except queue.Empty:
                         break
+                if latest is not None:
+                    self.stream.move(latest)
                 item: tuple[Batch, dict[str, Any]] | BaseException = (
                     next(self.stream),
                     self.stream.state(),

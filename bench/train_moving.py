@@ -65,44 +65,38 @@ def spec_of(pieces: tuple[Piece, ...], args: argparse.Namespace) -> StreamSpec:
     )
 
 
+def batch_counts(path: list[Window], args: argparse.Namespace) -> list[int]:
+    """Batches served on each window of ``path`` (``--move-every``, the rest on the last)."""
+    return [args.move_every] * (len(path) - 1) + [args.batches - (len(path) - 1) * args.move_every]
+
+
 def rebuilt(path: list[Window], args: argparse.Namespace) -> Iterator[Any]:
     """The old way: a new stream (a shuffle group loaded first) at every move."""
-    for number, window in enumerate(path):
+    for window, count in zip(path, batch_counts(path, args), strict=True):
         stream = batch_stream(spec_of(window.pieces, args))
-        count = (
-            args.move_every if number < len(path) - 1 else args.batches - number * args.move_every
-        )
+        for _ in range(count):
+            yield next(stream)
+
+
+def followed(stream: MovingStream | Prefetched, path: list[Window], args: argparse.Namespace) -> Iterator[Any]:
+    """One stream's batches, moved onto each next window of ``path`` in turn."""
+    for number, (window, count) in enumerate(zip(path, batch_counts(path, args), strict=True)):
+        if number:
+            stream.move(window)
         for _ in range(count):
             yield next(stream)
 
 
 def moving(path: list[Window], args: argparse.Namespace) -> Iterator[Any]:
     """The new way: one stream, moved (it reads what the move added)."""
-    stream = MovingStream(spec_of(path[0].pieces, args))
-    for number, window in enumerate(path):
-        if number:
-            stream.move(window)
-        count = (
-            args.move_every if number < len(path) - 1 else args.batches - number * args.move_every
-        )
-        for _ in range(count):
-            yield next(stream)
+    yield from followed(MovingStream(spec_of(path[0].pieces, args)), path, args)
 
 
 def prefetched(path: list[Window], args: argparse.Namespace) -> Iterator[Any]:
     """The moving stream made ahead in a thread (the continuous trainer's way)."""
     stream = Prefetched(MovingStream(spec_of(path[0].pieces, args)))
     try:
-        for number, window in enumerate(path):
-            if number:
-                stream.move(window)
-            count = (
-                args.move_every
-                if number < len(path) - 1
-                else args.batches - number * args.move_every
-            )
-            for _ in range(count):
-                yield next(stream)
+        yield from followed(stream, path, args)
     finally:
         stream.close()
 

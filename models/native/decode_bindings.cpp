@@ -17,6 +17,7 @@
 #include <string>
 
 #include "bindings.h"
+#include "unpack.h"
 
 namespace py = pybind11;
 
@@ -33,28 +34,9 @@ constexpr int PLANES = STEPS * WIDTH + META;  // 119
 template <typename T>
 using Array = py::array_t<T, py::array::c_style | py::array::forcecast>;
 
-struct Unpack {
-  std::uint8_t bytes[256][8];
-  Unpack() {
-    for (int value = 0; value < 256; ++value) {
-      for (int bit = 0; bit < 8; ++bit) bytes[value][bit] = static_cast<std::uint8_t>((value >> bit) & 1);
-    }
-  }
-};
-
-const Unpack& unpack() {
-  static const Unpack table;
-  return table;
-}
-
-// The 64 bytes of a word's plane: byte r (little-endian) is rank r, bit f file f.
-inline void unpack_word(std::uint64_t word, std::uint8_t* plane, const Unpack& table) {
-  for (int rank = 0; rank < 8; ++rank) std::memcpy(plane + 8 * rank, table.bytes[(word >> (8 * rank)) & 0xFF], 8);
-}
-
 // models.encoding.encode_snapshots for one position: black to move swaps the
 // colour halves and byte-swaps every word (repetition words included).
-void write_position(const std::uint64_t* steps, const std::uint8_t* meta, std::uint8_t* out, const Unpack& table) {
+void write_position(const std::uint64_t* steps, const std::uint8_t* meta, std::uint8_t* out, const UnpackTable& table) {
   const bool black = meta[0] != 0;
   for (int step = 0; step < STEPS; ++step) {
     const std::uint64_t* row = steps + step * WIDTH;
@@ -111,7 +93,7 @@ py::tuple decode_rows(const Array<std::uint64_t>& history, const Array<std::uint
   std::int64_t bad_row = -1, bad_index = 0;
   {
     py::gil_scoped_release release;
-    const Unpack& table = unpack();
+    const UnpackTable& table = unpack_table();
     for (py::ssize_t b = 0; b < batch && bad_row < 0; ++b) {
       const std::int64_t row = row_data[b];
       write_position(history_data + row * STEPS * WIDTH, meta_data + row * META, planes_data + b * PLANES * 64, table);

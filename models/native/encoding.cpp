@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "unpack.h"
+
 namespace zc {
 
 namespace {
@@ -25,28 +27,6 @@ constexpr std::uint64_t CORNERS_WHITE = bit(0) | bit(7);    // a1, h1
 constexpr std::uint64_t CORNERS_BLACK = bit(56) | bit(63);  // a8, h8
 constexpr int E1 = 4;
 constexpr int E8 = 60;
-
-// byte -> its 8 bits as 8 bytes of 0/1, bit f of the byte at offset f.
-struct UnpackTable {
-  std::uint8_t bytes[256][8];
-  UnpackTable() {
-    for (int value = 0; value < 256; ++value) {
-      for (int f = 0; f < 8; ++f) bytes[value][f] = static_cast<std::uint8_t>((value >> f) & 1);
-    }
-  }
-};
-
-const UnpackTable& unpack_table() {
-  static const UnpackTable table;
-  return table;
-}
-
-// Writes the 64 bytes of one plane: byte r of the word is rank r, bit f file f.
-inline void unpack_word(std::uint64_t word, std::uint8_t* plane, const UnpackTable& table) {
-  for (int rank = 0; rank < 8; ++rank) {
-    std::memcpy(plane + 8 * rank, table.bytes[(word >> (8 * rank)) & 0xFF], 8);
-  }
-}
 
 inline std::uint64_t byte_swap(std::uint64_t word) { return __builtin_bswap64(word); }
 

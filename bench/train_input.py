@@ -20,8 +20,13 @@ The shards (built once with ``--data DIR``, reused when DIR exists) hold
 random legal games (python-chess), ``--full-search`` of the rows searched in
 full (the training rows; the ``gpu`` preset's ``selfplay.full_search_prob``
 0.25), so 1M training positions are 4M shard rows, in ``--shards`` shards,
-whole games in ply order as self-play writes them; pi is a random
-distribution over the legal moves.
+whole games in ply order as self-play plays them; pi is a random
+distribution over the legal moves.  ``DIR/shards`` holds them as
+:func:`~pipeline.shards.write_shard` writes them (training rows first, in row
+groups of their own, which are all a trainer reads); ``DIR/mixed`` the same
+rows in game order in mixed row groups, as shards were written before that
+layout (every row read, then filtered): ``--layouts`` times both, the
+baseline in the same run.
 
 The consumption of one trainer GPU it prints is ``--gpu-steps`` steps/s times
 the batch: an assumption (not measured here: no GPU), 12 steps/s of 4096 for
@@ -47,7 +52,7 @@ shared it is the per-core rate; the wall-clock rate is what this machine gave
 at that moment.
 
     .venv/bin/python bench/train_input.py --data /tmp/zc_window_1m [--positions 1000000] [--shards 200] \\
-        [--batches 40] [--repeats 3] [--workers 2] [--paths reference,fast]
+        [--batches 40] [--repeats 3] [--workers 2] [--paths reference,fast] [--layouts training-first,mixed]
 """
 
 from __future__ import annotations
@@ -208,15 +213,39 @@ def quick_window(directory: Path, positions: int) -> Window:
     return Window(str(directory), taken, positions, tuple(pieces))
 
 
-def load_window(folder: Path, config: TrainConfig, positions: int, shards: int, full_search: float) -> Window:
-    """The window of ``folder`` (built, and its shards made, the first time)."""
-    path = folder / "window.json"
+LAYOUTS = ("training-first", "mixed")
+"""``training-first``: shards as :func:`~pipeline.shards.write_shard` writes them
+(the training rows in row groups of their own, read alone); ``mixed``: the
+same rows in game order in mixed row groups, as shards were written before
+(every row is read, then filtered): the baseline."""
+
+
+def mixed_copy(source: Path, target: Path) -> None:
+    """``source``'s shards rewritten in game order (each game's rows in ply order,
+    whatever their full_search) with mixed row groups: the layout before
+    training-first."""
+    target.mkdir(parents=True, exist_ok=True)
+    for path in list_shards(str(source)):
+        table = pq.read_table(path)
+        order = pc.sort_indices(table, sort_keys=[("game_id", "ascending"), ("ply", "ascending")])
+        pq.write_table(table.take(order), target / Path(path).name, compression="zstd",
+                       compression_level=3, write_page_checksum=True, row_group_size=16_384)  # fmt: skip
+
+
+def load_window(
+    folder: Path, config: TrainConfig, positions: int, shards: int, full_search: float, layout: str
+) -> Window:
+    """The window of ``folder``'s shards in ``layout`` (built, and its shards made, the first time)."""
+    path = folder / f"window-{layout}.json"
     if path.exists():
         return Window.load(path)
     if not (folder / "shards").exists():
         make_data(folder, positions, shards, full_search)
+    directory = folder / ("shards" if layout == "training-first" else layout)
+    if not directory.exists():
+        mixed_copy(folder / "shards", directory)
     started = time.perf_counter()
-    window = quick_window(folder / "shards", config.window_positions)
+    window = quick_window(directory, config.window_positions)
     window.save(path)
     log.info("window of %d positions in %.1f s", window.positions, time.perf_counter() - started)
     return window
@@ -344,6 +373,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2, help="DataLoader workers (0: skip that row)")
     parser.add_argument("--paths", default="reference,fast", help="decoders to time")
+    parser.add_argument("--layouts", default=",".join(LAYOUTS),
+                        help="shard layouts to time (the first for the loader rows): " + ", ".join(LAYOUTS))  # fmt: skip
     parser.add_argument("--gpu-steps", type=float, default=12.0,
                         help="assumed steps/s of the gpu preset's net (10x128 SE, bf16) on one GPU")  # fmt: skip
     args = parser.parse_args()
@@ -351,7 +382,9 @@ def main() -> None:
     torch.set_num_threads(1)
     config = TrainConfig(batch_size=args.batch, shuffle_buffer=args.shuffle_buffer,
                          window_positions=args.positions, loader_workers=args.workers, seed=0)  # fmt: skip
-    window = load_window(args.data, config, args.positions, args.shards, args.full_search)
+    windows = {layout: load_window(args.data, config, args.positions, args.shards, args.full_search, layout)
+               for layout in args.layouts.split(",")}  # fmt: skip
+    window = next(iter(windows.values()))
     print(f"window {window.positions:,} training positions in {len(window.pieces)} shards ({args.data}); "
           f"batch {args.batch}, shuffle buffer {args.shuffle_buffer:,}; {args.batches} batches a run, "
           f"median of {args.repeats}; machine: {os.cpu_count()} cores (shared)")  # fmt: skip
@@ -359,25 +392,29 @@ def main() -> None:
     print(f"one trainer GPU consumes {target:,.0f} samples/s (assumed {args.gpu_steps:g} steps/s x batch {args.batch})")
     rows: list[tuple[str, Rate, list[Rate]]] = []
     for path in args.paths.split(","):
-        rows.append((f"{path}: 1 process", *median_of(
-            lambda path=path: single_rate(window, config, args.batches, path), args.repeats)))  # fmt: skip
+        for layout, window in windows.items():
+            rows.append((f"{path}: 1 process, {layout}", *median_of(
+                lambda path=path, window=window: single_rate(window, config, args.batches, path), args.repeats)))  # fmt: skip
         if not args.workers:
             continue
+        window = next(iter(windows.values()))
         load = load_cost(window, config, path)
         rows.append((f"{path}: {args.workers} loader workers, full batches", *median_of(
             lambda path=path, load=load: loader_rate(window, config, args.batches, path, False, load), args.repeats)))  # fmt: skip
-        if path == "fast":
-            rows.append((f"{path}: {args.workers} workers, compact + expand", *median_of(
-                lambda path=path, load=load: loader_rate(window, config, args.batches, path, True, load), args.repeats)))  # fmt: skip
-            rows.append((f"{path}: {args.workers} workers, compact, whole window", *median_of(
-                lambda path=path: sustained_rate(window, config, path), args.repeats)))  # fmt: skip
+        if path != "fast":
+            continue
+        rows.append((f"{path}: {args.workers} workers, compact + expand", *median_of(
+            lambda path=path, load=load: loader_rate(window, config, args.batches, path, True, load), args.repeats)))  # fmt: skip
+        for layout, window in windows.items():
+            rows.append((f"{path}: {args.workers} workers, whole window, {layout}", *median_of(
+                lambda path=path, window=window: sustained_rate(window, config, path), args.repeats)))  # fmt: skip
             rows.append((f"{path}: the same, expand on the GPU (untimed)", *median_of(
-                lambda path=path: sustained_rate(window, config, path, expand=False), args.repeats)))  # fmt: skip
-    print(f"{'path (batches ready for module.losses)':<46}{'/ CPU-s':>10}{'x GPU/2':>9}{'wall/s':>9}   "
+                lambda path=path, window=window: sustained_rate(window, config, path, expand=False), args.repeats)))  # fmt: skip
+    print(f"{'path (batches ready for module.losses)':<58}{'/ CPU-s':>10}{'x GPU/2':>9}{'wall/s':>9}   "
           f"runs (per CPU-s | wall)")  # fmt: skip
     for label, median, runs in rows:
         shown = ", ".join(f"{r.cpu:,.0f}|{r.wall:,.0f}" for r in runs)
-        print(f"{label:<46}{median.cpu:>10,.0f}{2 * median.cpu / target:>9.2f}{median.wall:>9,.0f}   [{shown}]")
+        print(f"{label:<58}{median.cpu:>10,.0f}{2 * median.cpu / target:>9.2f}{median.wall:>9,.0f}   [{shown}]")
     print("/ CPU-s: samples per CPU second of every process involved, group load amortised over its "
           f"{group_batches(config)} batches (the per-core rate); x GPU/2: what 2 such cores give over the "
           "GPU's need; wall/s: wall clock on this machine at that moment (the loader rows after every worker's first "

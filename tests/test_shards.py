@@ -37,9 +37,11 @@ from pipeline.shards import (
     shard_name,
     shard_stats,
     table_to_records,
+    training_row_groups,
     validate_table,
     write_shard,
 )
+from pipeline.shards import store as shard_store
 from pipeline.shards.validation import check_positions, fast_rows
 
 # Legal en passant (exd6), promotions for both sides, all castling rights.
@@ -115,6 +117,16 @@ def small(table: pa.Table) -> pa.Table:
     return table.slice(0, 20)
 
 
+def _written_order(records: list[PositionRecord]) -> list[int]:
+    """Indices of ``records`` in the order a shard stores them: the training
+    (full_search) rows, then the others, each part in order."""
+    return sorted(range(len(records)), key=lambda k: not records[k].full_search)
+
+
+def _as_written(records: list[PositionRecord]) -> list[PositionRecord]:
+    return [records[k] for k in _written_order(records)]
+
+
 def _dense(records: list[PositionRecord], size: int) -> np.ndarray:
     """Dense pi built naively from records."""
     dense = np.zeros((len(records), size), dtype=np.float32)
@@ -139,7 +151,7 @@ def test_round_trip_preserves_every_value(tmp_path: Path, dataset: Dataset,
     assert path == str(tmp_path / "gen3-batch_0001.parquet")
     back = read_shard(path)
     assert back.schema.equals(SHARD_SCHEMA, check_metadata=True)
-    for original, decoded in zip(dataset[0], table_to_records(back), strict=True):
+    for original, decoded in zip(_as_written(dataset[0]), table_to_records(back), strict=True):
         for field in dataclasses.fields(PositionRecord):
             a, b = getattr(original, field.name), getattr(decoded, field.name)
             if isinstance(a, np.ndarray):
@@ -155,18 +167,19 @@ def test_decoded_planes_equal_encode_board(tmp_path: Path, dataset: Dataset,
     back = read_shard(write_shard(table, tmp_path, "b"))
     planes = decode_planes(back)
     assert planes.dtype == np.uint8 and planes.shape == (len(dataset[0]), 119, 8, 8)
-    np.testing.assert_array_equal(planes, dataset[1])
+    np.testing.assert_array_equal(planes, dataset[1][_written_order(dataset[0])])
 
 
 def test_decoded_policy_equals_sparse_pi(tmp_path: Path, dataset: Dataset,
                                          table: pa.Table) -> None:
     back = read_shard(write_shard(table, tmp_path, "b"))
     pi, z = decode_targets(back)
+    written = _as_written(dataset[0])
     assert pi.dtype == np.float32 and pi.shape == (len(dataset[0]), 4672)
-    np.testing.assert_array_equal(pi, _dense(dataset[0], 4672))
+    np.testing.assert_array_equal(pi, _dense(written, 4672))
     np.testing.assert_array_equal(decode_policy(back, 4672), pi)
     assert z.dtype == np.float32
-    np.testing.assert_array_equal(z, [r.z for r in dataset[0]])
+    np.testing.assert_array_equal(z, [r.z for r in written])
 
 
 def test_decoding_sliced_and_multi_chunk_tables(dataset: Dataset, table: pa.Table) -> None:
@@ -184,7 +197,7 @@ def test_lc0_encoding_and_mixed_encodings(tmp_path: Path, table: pa.Table) -> No
     records, _ = _dataset("lc0_1858", 11, [(TACTICAL_FEN, 16, "0-1")])
     lc0 = read_shard(write_shard(records_to_table(records), tmp_path, "lc0"))
     pi, _ = decode_targets(lc0)
-    np.testing.assert_array_equal(pi, _dense(records, 1858))
+    np.testing.assert_array_equal(pi, _dense(_as_written(records), 1858))
     mixed = pa.concat_tables([table, lc0])
     validate_table(mixed)  # each row is checked in its own encoding
     with pytest.raises(ShardTableError, match="exactly one encoding"):
@@ -203,6 +216,45 @@ def test_stats_and_training_rows(dataset: Dataset, table: pa.Table) -> None:
     assert stats["mean_abs_z"] == pytest.approx(np.mean([abs(r.z) for r in records]))
     assert select_training_rows(table).num_rows == full
     assert shard_stats(table.slice(0, 0))["positions"] == 0
+
+
+def test_training_rows_are_written_first_in_row_groups_of_their_own(tmp_path: Path,
+                                                                     table: pa.Table) -> None:
+    path = write_shard(table, tmp_path, "b")
+    with pq.ParquetFile(path) as parquet:
+        metadata = parquet.metadata
+        assert training_row_groups(metadata) == [0]
+        first = parquet.read_row_groups([0])
+        rest = pa.concat_tables([parquet.read_row_group(g) for g in range(1, metadata.num_row_groups)])
+    mask = np.array(table.column("full_search").to_pylist())
+    assert first.column("full_search").to_pylist() == [True] * int(mask.sum())
+    assert rest.column("full_search").to_pylist() == [False] * int((~mask).sum())
+    # each part keeps the table's order
+    keys = list(zip(table.column("game_id").to_pylist(), table.column("ply").to_pylist(), strict=True))
+    assert list(zip(first.column("game_id").to_pylist(), first.column("ply").to_pylist(), strict=True)) == [
+        key for key, full in zip(keys, mask, strict=True) if full]
+    assert list(zip(rest.column("game_id").to_pylist(), rest.column("ply").to_pylist(), strict=True)) == [
+        key for key, full in zip(keys, mask, strict=True) if not full]
+
+
+@pytest.mark.parametrize("full", [True, False])
+def test_a_shard_of_one_kind_of_row_is_one_row_group(tmp_path: Path, table: pa.Table, full: bool) -> None:
+    part = table.filter(pa.array([value == full for value in table.column("full_search").to_pylist()]))
+    path = write_shard(part, tmp_path, "b")
+    with pq.ParquetFile(path) as parquet:
+        assert parquet.metadata.num_row_groups == 1
+        assert training_row_groups(parquet.metadata) == ([0] if full else [])
+    assert read_shard(path).equals(part)
+
+
+def test_a_shard_of_mixed_row_groups_is_read_whole(tmp_path: Path, table: pa.Table) -> None:
+    """Shards written before the training-first layout: every row group may hold training rows."""
+    path = tmp_path / "old.parquet"
+    pq.write_table(table, path, row_group_size=40)
+    with pq.ParquetFile(path) as parquet:
+        groups = parquet.metadata.num_row_groups
+        assert groups == 3 and training_row_groups(parquet.metadata) == list(range(groups))
+    assert read_shard(path).equals(table)  # rows in the file's order, whatever it is
 
 
 # ---------------------------------------------------------------------------
@@ -234,11 +286,11 @@ def test_failed_write_leaves_no_shard_and_no_temp(tmp_path: Path, table: pa.Tabl
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     write_shard(table.slice(0, 4), tmp_path, "old")
 
-    def partial_write(_table: pa.Table, where: object, **_: object) -> None:
+    def partial_write(_table: pa.Table, where: object) -> None:
         where.write(b"PAR1" + b"\0" * 1000)  # type: ignore[attr-defined]
         raise OSError("disk full")
 
-    monkeypatch.setattr(pq, "write_table", partial_write)
+    monkeypatch.setattr(shard_store, "_write_parquet", partial_write)
     for batch_id in ("new", "old"):
         with pytest.raises(OSError, match="disk full"):
             write_shard(table, tmp_path, batch_id)
@@ -299,11 +351,11 @@ def test_generic_pyarrow_filesystem(tmp_path: Path, small: pa.Table,
     assert sorted(os.listdir(tmp_path / "data" / "shards" / QUARANTINE_DIR)) == [
         "r0.parquet", "r0.parquet.reason.txt"]
 
-    def failing_write(_table: pa.Table, where: object, **_: object) -> None:
+    def failing_write(_table: pa.Table, where: object) -> None:
         where.write(b"PAR1")  # type: ignore[attr-defined]
         raise OSError("connection reset")
 
-    monkeypatch.setattr(pq, "write_table", failing_write)
+    monkeypatch.setattr(shard_store, "_write_parquet", failing_write)
     with pytest.raises(OSError, match="connection reset"):
         write_shard(small, "data/shards", "r2", filesystem=fs)
     assert _visible_files(tmp_path / "data" / "shards") == [QUARANTINE_DIR, "r1.parquet"]
@@ -351,6 +403,16 @@ def _with(records: list[PositionRecord], row: int, **changes: Any) -> list[Posit
     return out
 
 
+def _with_at_file_row(records: list[PositionRecord], row: int, **changes: Any) -> list[PositionRecord]:
+    """Copy of ``records`` with fields of the record a shard holds at file row ``row`` replaced."""
+    return _with(records, _written_order(records)[row], **changes)
+
+
+def _at_row(records: list[PositionRecord], row: int) -> PositionRecord:
+    """The record a shard of ``records`` holds at file row ``row``."""
+    return records[_written_order(records)[row]]
+
+
 def _illegal_index(record: PositionRecord) -> int:
     """An az4672 index that is not a legal move in the record's position."""
     mask = get_policy_map("az4672").legal_mask(chess.Board(record.fen))
@@ -384,23 +446,23 @@ def _bad_column_type(d: Path, r: list[PositionRecord]) -> None:
 
 
 def _bad_nan(d: Path, r: list[PositionRecord]) -> None:
-    prob = r[3].policy_prob.copy()
+    prob = _at_row(r, 3).policy_prob.copy()
     prob[0] = np.nan
-    _write_records(d, "bad", _with(r, 3, policy_prob=prob))
+    _write_records(d, "bad", _with_at_file_row(r, 3, policy_prob=prob))
 
 
 def _bad_sum(d: Path, r: list[PositionRecord]) -> None:
-    _write_records(d, "bad", _with(r, 3, policy_prob=r[3].policy_prob * np.float32(0.7)))
+    _write_records(d, "bad", _with_at_file_row(r, 3, policy_prob=_at_row(r, 3).policy_prob * np.float32(0.7)))
 
 
 def _bad_illegal(d: Path, r: list[PositionRecord]) -> None:
-    index = r[3].policy_index.copy()
-    index[0] = _illegal_index(r[3])
-    _write_records(d, "bad", _with(r, 3, policy_index=index))
+    index = _at_row(r, 3).policy_index.copy()
+    index[0] = _illegal_index(_at_row(r, 3))
+    _write_records(d, "bad", _with_at_file_row(r, 3, policy_index=index))
 
 
 def _bad_z(d: Path, r: list[PositionRecord]) -> None:
-    _write_records(d, "bad", _with(r, 3, z=2))
+    _write_records(d, "bad", _with_at_file_row(r, 3, z=2))
 
 
 QUARANTINE_CASES: list[tuple[Callable[[Path, list[PositionRecord]], None], list[str]]] = [

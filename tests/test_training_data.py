@@ -8,6 +8,7 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 import torch
 from test_training_support import make_shards
@@ -21,7 +22,13 @@ from pipeline.shards import (
     select_training_rows,
 )
 from pipeline.training.config import TrainConfig
-from pipeline.training.data import ShardDataModule, WindowDataset, assign_pieces, worker_skip
+from pipeline.training.data import (
+    ShardDataModule,
+    WindowDataset,
+    assign_pieces,
+    load_piece,
+    worker_skip,
+)
 from pipeline.training.window import Piece, TrainDataError, Window, build_window, window_size
 
 CONFIG = TrainConfig(batch_size=4, shuffle_buffer=16, seed=7)
@@ -55,6 +62,26 @@ def test_window_takes_the_newest_shards_and_is_exact(data_dir: Path) -> None:
     )  # its newest rows
     whole = build_window(data_dir, CONFIG, "az4672")
     assert whole.positions == sum(counts) and len(whole.pieces) == 3
+
+
+def test_a_piece_reads_the_same_rows_from_either_layout(data_dir: Path, tmp_path: Path) -> None:
+    """A trainer reads only a shard's training row groups; a shard written before
+    that layout (training rows mixed in among the others) gives the same rows."""
+    path = list_shards(data_dir)[1]
+    table = read_shard(path)
+    old = tmp_path / "old.parquet"
+    pq.write_table(table.sort_by([("game_id", "ascending"), ("ply", "ascending")]), old, row_group_size=7)
+    training = select_training_rows(table)
+    for shard in (path, str(old)):
+        piece = Piece(shard, table.num_rows, training.num_rows, 2, training.num_rows - 1)
+        rows = load_piece(piece, ("game_id", "ply", "full_search"))
+        assert rows.column("full_search").to_pylist() == [True] * piece.rows
+        keys = list(zip(rows.column("game_id").to_pylist(), rows.column("ply").to_pylist(), strict=True))
+        if shard == path:
+            first = keys
+        assert sorted(keys) == sorted(first)  # the same positions; the order of rows is each file's
+    with pytest.raises(TrainDataError, match="changed since the window was built"):
+        load_piece(Piece(str(old), table.num_rows + 1, training.num_rows, 0, 1))
 
 
 def test_window_file_round_trip(data_dir: Path, tmp_path: Path) -> None:

@@ -16,6 +16,12 @@ rebuilds the exact (119, 8, 8) planes the search saw with one
 sparse (indices + probabilities in the row's policy encoding) and densified
 by :func:`decode_policy`.
 
+Rows are written training first: the ``full_search`` rows (the training
+targets, playout cap randomization) in row groups of their own, then the
+others, each part in game order (:func:`training_first`); a trainer reads only
+the row groups :func:`training_row_groups` names (every group of a shard
+written before that layout).
+
 Writing (:func:`write_shard`) is atomic: readers never see a partial file.
 On a local directory: temporary file in the same folder, fsync,
 ``os.replace``, directory fsync. On any other ``pyarrow.fs`` filesystem
@@ -91,6 +97,8 @@ from pipeline.shards.store import (
     remove_stale_temps,
     shard_exists,
     shard_name,
+    training_first,
+    training_row_groups,
     write_shard,
 )
 from pipeline.shards.quarantine import (
@@ -133,6 +141,8 @@ __all__ = [
     "shard_version",
     "table_from_columns",
     "table_to_records",
+    "training_first",
+    "training_row_groups",
     "upgrade_table",
     "validate_table",
     "write_shard",

@@ -209,8 +209,12 @@ def decode_targets(
 
 
 def select_training_rows(table: pa.Table) -> pa.Table:
-    """The rows that are training targets (``full_search``, playout cap randomization)."""
-    return table.filter(table.column("full_search"))
+    """The rows that are training targets (``full_search``, playout cap randomization);
+    ``table`` itself when every row is one (the training part of a shard)."""
+    mask = table.column("full_search")
+    if table.num_rows and pc.all(mask).as_py():
+        return table
+    return table.filter(mask)
 
 
 def shard_stats(table: pa.Table) -> dict[str, float | int]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
@@ -111,10 +112,40 @@ def _is_shard_name(name: str) -> bool:
 # ---------------------------------------------------------------------------
 
 
+def training_first(table: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """The shard's rows as written: its ``full_search`` (training) rows, then the
+    others, each part in the table's order (a stable partition)."""
+    mask = table.column("full_search")
+    return table.filter(mask), table.filter(pc.invert(mask))
+
+
+def _write_parquet(table: pa.Table, sink: Any) -> None:
+    """The training rows, then the other rows, in row groups of their own: a
+    trainer reads only the first part (:func:`training_row_groups`)."""
+    options = {key: value for key, value in _WRITE_OPTIONS.items() if key != "row_group_size"}
+    with pq.ParquetWriter(sink, table.schema, **options) as writer:
+        parts = [part for part in training_first(table) if part.num_rows] or [table]
+        for part in parts:
+            writer.write_table(part, row_group_size=ROW_GROUP_ROWS)
+
+
+def training_row_groups(metadata: pq.FileMetaData) -> list[int]:
+    """The row groups of a shard that may hold training rows: all but those whose
+    ``full_search`` statistics say false throughout (a shard written before the
+    training-first layout has mixed groups, and every one is read)."""
+    column = metadata.schema.names.index("full_search")
+    groups = []
+    for number in range(metadata.num_row_groups):
+        stats = metadata.row_group(number).column(column).statistics
+        if stats is None or not stats.has_min_max or stats.max:
+            groups.append(number)
+    return groups
+
+
 def _write_local(table: pa.Table, target: Location) -> None:
     """Temp file in the target's folder, fsync, os.replace, directory fsync."""
     with atomic_write(target.path, SHARD_FILE_MODE) as handle:
-        pq.write_table(table, handle, **_WRITE_OPTIONS)
+        _write_parquet(table, handle)
 
 
 def _write_remote(table: pa.Table, target: Location) -> None:
@@ -126,7 +157,7 @@ def _write_remote(table: pa.Table, target: Location) -> None:
     tmp = _join_key(directory, tmp_name) if directory else tmp_name
     try:
         with target.fs.open_output_stream(tmp) as stream:
-            pq.write_table(table, stream, **_WRITE_OPTIONS)
+            _write_parquet(table, stream)
         target.fs.move(tmp, target.path)
     except BaseException:
         with suppress(Exception):
@@ -149,7 +180,9 @@ def write_shard(
     :data:`SHARD_SCHEMA` (ShardTableError otherwise); with ``validate`` the rows
     are checked too (:func:`validate_table` without legality). Rewriting the
     same batch_id replaces the file, so retried tasks are idempotent. Written
-    zstd-compressed with page checksums.
+    zstd-compressed with page checksums, the training (``full_search``) rows
+    first in row groups of their own, then the other rows, each part in the
+    table's order (:func:`training_first`): a trainer reads only the first part.
     """
     name = shard_name(batch_id)
     check_schema(table.schema, require_version=False)

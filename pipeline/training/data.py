@@ -52,6 +52,7 @@ from pipeline.shards import (
     decode_targets,
     select_training_rows,
     shard_version,
+    training_row_groups,
     upgrade_table,
 )
 from pipeline.training.batches import (
@@ -245,22 +246,25 @@ def load_group(group: tuple[Piece, ...], columns: tuple[str, ...] = TRAINING_COL
 def load_piece(piece: Piece, columns: tuple[str, ...] = TRAINING_COLUMNS) -> pa.Table:
     """The training rows ``[start, stop)`` of a shard (validated when the window was built),
     its ``columns`` that the shard has (:func:`~pipeline.shards.upgrade_table` adds the rest).
+    Only the row groups that may hold training rows are read
+    (:func:`~pipeline.shards.training_row_groups`).
 
     Raises:
         TrainDataError: the shard's row counts differ from the window's.
     """
-    schema = pq.read_schema(piece.path)
-    table = pq.read_table(
-        piece.path,
-        columns=[name for name in columns if name in schema.names],
-        page_checksum_verification=True,
-        use_threads=False,
-    )
+    with pq.ParquetFile(piece.path, page_checksum_verification=True) as parquet:
+        schema = parquet.schema_arrow
+        rows = parquet.metadata.num_rows
+        table = parquet.read_row_groups(
+            training_row_groups(parquet.metadata),
+            columns=[name for name in columns if name in schema.names],
+            use_threads=False,
+        )
     table = upgrade_table(table, shard_version(schema))
     training = select_training_rows(table)
-    if table.num_rows != piece.num_rows or training.num_rows != piece.training_rows:
+    if rows != piece.num_rows or training.num_rows != piece.training_rows:
         raise TrainDataError(
-            f"shard {piece.path} changed since the window was built: {table.num_rows} rows "
+            f"shard {piece.path} changed since the window was built: {rows} rows "
             f"({training.num_rows} training), the window has {piece.num_rows} ({piece.training_rows})"
         )
     return training.slice(piece.start, piece.rows)

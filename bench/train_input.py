@@ -80,6 +80,7 @@ from models.encoding import PlaneHistory, board_meta
 from models.policy import get_policy_map
 from pipeline.shards import SHARD_SCHEMA, list_shards, write_shard
 from pipeline.shards.schema import HISTORY_BYTES, INDEX_LIST, PROB_LIST
+from pipeline.shards.store import PARQUET_OPTIONS
 from pipeline.training import data as training_data
 from pipeline.training.config import TrainConfig
 from pipeline.training.window import Piece, Window
@@ -228,8 +229,7 @@ def mixed_copy(source: Path, target: Path) -> None:
     for path in list_shards(str(source)):
         table = pq.read_table(path)
         order = pc.sort_indices(table, sort_keys=[("game_id", "ascending"), ("ply", "ascending")])
-        pq.write_table(table.take(order), target / Path(path).name, compression="zstd",
-                       compression_level=3, write_page_checksum=True, row_group_size=16_384)  # fmt: skip
+        pq.write_table(table.take(order), target / Path(path).name, **PARQUET_OPTIONS)  # the writer's options
 
 
 def load_window(
@@ -397,14 +397,14 @@ def main() -> None:
                 lambda path=path, window=window: single_rate(window, config, args.batches, path), args.repeats)))  # fmt: skip
         if not args.workers:
             continue
-        window = next(iter(windows.values()))
-        load = load_cost(window, config, path)
+        first = next(iter(windows.values()))
+        load = load_cost(first, config, path)
         rows.append((f"{path}: {args.workers} loader workers, full batches", *median_of(
-            lambda path=path, load=load: loader_rate(window, config, args.batches, path, False, load), args.repeats)))  # fmt: skip
+            lambda path=path, load=load: loader_rate(first, config, args.batches, path, False, load), args.repeats)))  # fmt: skip
         if path != "fast":
             continue
         rows.append((f"{path}: {args.workers} workers, compact + expand", *median_of(
-            lambda path=path, load=load: loader_rate(window, config, args.batches, path, True, load), args.repeats)))  # fmt: skip
+            lambda path=path, load=load: loader_rate(first, config, args.batches, path, True, load), args.repeats)))  # fmt: skip
         for layout, window in windows.items():
             rows.append((f"{path}: {args.workers} workers, whole window, {layout}", *median_of(
                 lambda path=path, window=window: sustained_rate(window, config, path), args.repeats)))  # fmt: skip

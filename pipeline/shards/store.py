@@ -39,7 +39,7 @@ log = logging.getLogger("pipeline.shards")
 
 _BATCH_ID: Final = re.compile(r"[A-Za-z0-9_.-]{1,200}")
 
-_WRITE_OPTIONS: Final[dict[str, Any]] = {
+PARQUET_OPTIONS: Final[dict[str, Any]] = {  # how shards are written (bench/train_input.py writes the old layout with them)
     "compression": "zstd",
     "compression_level": ZSTD_LEVEL,
     "write_page_checksum": True,
@@ -122,7 +122,7 @@ def training_first(table: pa.Table) -> tuple[pa.Table, pa.Table]:
 def _write_parquet(table: pa.Table, sink: Any) -> None:
     """The training rows, then the other rows, in row groups of their own: a
     trainer reads only the first part (:func:`training_row_groups`)."""
-    options = {key: value for key, value in _WRITE_OPTIONS.items() if key != "row_group_size"}
+    options = {key: value for key, value in PARQUET_OPTIONS.items() if key != "row_group_size"}
     with pq.ParquetWriter(sink, table.schema, **options) as writer:
         parts = [part for part in training_first(table) if part.num_rows] or [table]
         for part in parts:

@@ -400,11 +400,11 @@ def main() -> None:
         first = next(iter(windows.values()))
         load = load_cost(first, config, path)
         rows.append((f"{path}: {args.workers} loader workers, full batches", *median_of(
-            lambda path=path, load=load: loader_rate(first, config, args.batches, path, False, load), args.repeats)))  # fmt: skip
+            lambda path=path, load=load, first=first: loader_rate(first, config, args.batches, path, False, load), args.repeats)))  # fmt: skip
         if path != "fast":
             continue
         rows.append((f"{path}: {args.workers} workers, compact + expand", *median_of(
-            lambda path=path, load=load: loader_rate(first, config, args.batches, path, True, load), args.repeats)))  # fmt: skip
+            lambda path=path, load=load, first=first: loader_rate(first, config, args.batches, path, True, load), args.repeats)))  # fmt: skip
         for layout, window in windows.items():
             rows.append((f"{path}: {args.workers} workers, whole window, {layout}", *median_of(
                 lambda path=path, window=window: sustained_rate(window, config, path), args.repeats)))  # fmt: skip

@@ -71,6 +71,13 @@ def test_the_newest_positions_are_kept_and_the_boundary_shard_with_them() -> Non
     assert select_removals(shards, [], 10_000) == []
 
 
+def test_task_numbers_past_their_zero_padding_are_newer() -> None:
+    """A long run's task 100000 is newer than its task 99999, though its name sorts first as a string."""
+    shards = [info(i, 100) for i in (99_998, 99_999, 100_000, 100_001)]
+    removed = select_removals(shards, [], 250)  # 100001, 100000 hold 200; 99999 crosses 250
+    assert [s.name for s in removed] == [task_name(0, 99_998)]
+
+
 def test_never_a_live_window_piece_nor_an_unrecorded_shard() -> None:
     shards = [info(0, 100), info(1, 100, recorded=False), info(2, 100), info(3, 100), info(4, 100)]
     live = [f"/runs/x/shards/{task_name(0, 2)}.parquet"]  # a path, as the trainer reports it

@@ -373,6 +373,18 @@ def test_shard_exists(tmp_path: Path, small: pa.Table) -> None:
         shards.shard_exists(tmp_path, "../b1")
 
 
+def test_list_shards_orders_numbers_as_numbers(tmp_path: Path, small: pa.Table) -> None:
+    """Oldest first, as the window and retention read it: numbers past their zero padding too."""
+    names = ["gen0001-task100000", "gen0000-task100001", "gen0001-task99999", "gen0002-task00003",
+             "gen0001-task00007"]  # fmt: skip
+    for name in names:
+        write_shard(small, tmp_path, name)
+    expected = ["gen0000-task100001", "gen0001-task00007", "gen0001-task99999", "gen0001-task100000",
+                "gen0002-task00003"]  # fmt: skip
+    assert list_shards(tmp_path) == [str(tmp_path / f"{name}.parquet") for name in expected]
+    assert sorted(names, key=shards.shard_order_key) == expected
+
+
 def test_list_shards_ignores_temp_quarantine_and_other_files(tmp_path: Path,
                                                              small: pa.Table) -> None:
     write_shard(small, tmp_path, "b2")

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.fs as pafs
 
 from pipeline.loop.ledger import Ledger
-from pipeline.shards import SHARD_SUFFIX, list_shards, shard_name
+from pipeline.shards import SHARD_SUFFIX, list_shards, shard_name, shard_order_key
 from pipeline.shards.store import resolve_location
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ def select_removals(
     protected = {shard_stem(name) for name in live}
     kept = 0
     removals: list[ShardInfo] = []
-    for shard in sorted(shards, key=lambda shard: shard.name, reverse=True):
+    for shard in sorted(shards, key=lambda shard: shard_order_key(shard.name), reverse=True):
         newer = kept
         kept += shard.training_positions if shard.recorded else 0
         if newer < retain_positions or not shard.recorded or shard.name in protected:

@@ -257,8 +257,20 @@ def read_shard(
     return read_validated(resolve_location(path, filesystem), check_legality)
 
 
+_DIGITS: Final = re.compile(r"(\d+)")
+
+
+def shard_order_key(name: str) -> tuple[tuple[int, int | str], ...]:
+    """The sort key of a shard name, oldest first: runs of digits compare as numbers,
+    so ``gen0001-task100000`` comes after ``gen0001-task99999`` (a long run's task
+    numbers outgrow their zero padding; by plain string order the newest shards
+    would sort as the oldest)."""
+    return tuple((1, int(part)) if part.isdigit() else (0, part) for part in _DIGITS.split(name) if part)
+
+
 def list_shard_names(directory: Location) -> list[str]:
-    """Sorted shard file names directly inside ``directory`` (FileNotFoundError if missing)."""
+    """Shard file names directly inside ``directory``, oldest first
+    (:func:`shard_order_key`; FileNotFoundError if missing)."""
     if directory.local:
         with os.scandir(directory.path) as entries:
             names = [e.name for e in entries if e.is_file() and _is_shard_name(e.name)]
@@ -267,13 +279,14 @@ def list_shard_names(directory: Location) -> list[str]:
         infos = directory.fs.get_file_info(selector)
         names = [i.base_name for i in infos
                  if i.type == pafs.FileType.File and _is_shard_name(i.base_name)]
-    return sorted(names)
+    return sorted(names, key=shard_order_key)
 
 
 def list_shards(
     directory: str | os.PathLike[str], *, filesystem: pafs.FileSystem | None = None
 ) -> list[str]:
-    """Paths of the shards in ``directory``, sorted by name.
+    """Paths of the shards in ``directory``, oldest first (by name, numbers as numbers:
+    :func:`shard_order_key`).
 
     Temp files, other files and the quarantine folder are ignored; a missing
     directory raises FileNotFoundError. Paths are spelled like ``directory``.

@@ -74,6 +74,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--every", type=int, default=200, help="run.candidate_every_steps")
     parser.add_argument("--events", action="store_true", help="print the driver's events")
     parser.add_argument("--set", action="append", default=[], help="more key=value config overrides")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder (its path is printed)")
     return parser.parse_args(argv)
 
 
@@ -268,6 +269,9 @@ def figures(args: argparse.Namespace, producers: int, rate: float, out: Path, sa
         if t0 <= landed <= t1 - 10.0:  # shards with 10 s left to be picked up
             if seen is None:
                 untrained += 1
+                if args.events:
+                    print(f"  late: {name} landed {time.strftime('%H:%M:%S', time.localtime(landed))}, "
+                          "in no window of the trainer's", flush=True)  # fmt: skip
             else:
                 lags.append(max(0.0, seen - landed))
         if seen is not None and t0 <= seen <= t1:
@@ -379,7 +383,10 @@ def main(argv: list[str] | None = None) -> list[Point]:
     finally:
         ray.shutdown()
         cluster.shutdown()
-        shutil.rmtree(work, ignore_errors=True)
+        if args.keep:
+            print(f"work folder kept: {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
     print("\nrate: positions/s per producer; offered/recorded/trainable/capacity: positions/s; busy: driver CPU s "
           "per s; capacity: recorded x 0.5 / busy; lag: s from a shard landing to the trainer's window naming it; "
           "late: shards not in a window 10 s after landing; gate s: export to verdict; prod CPU: producers' CPU s "

@@ -143,6 +143,31 @@ def test_the_window_index_reads_only_new_shards(template: str, tmp_path: Path, m
     assert index.refresh() == 0
 
 
+def test_the_window_takes_the_shards_that_landed_last(template: str, tmp_path: Path) -> None:
+    """A task handed out early that lands late is the newest shard for the window,
+    not one sorted below a window already full of later task names."""
+    from actors.producer import Producer
+    from pipeline.training.config import TrainConfig
+    from pipeline.training.window import WindowIndex, build_window
+
+    shards = tmp_path / "shards"
+    producer = Producer({}, str(shards), template, rate=0.0)
+    for number in (1, 2):
+        producer.play(f"gen0000-task{number:05d}", number, 2, 0, [])
+    index = WindowIndex(shards)
+    index.refresh()
+    one = build_window(shards, TrainConfig(window_positions=10**6), "az4672", index).pieces[0].training_rows
+    config = TrainConfig(window_positions=one)  # the newest shard only (all shards hold the same games)
+    assert Path(build_window(shards, config, "az4672", index).pieces[0].path).name == "gen0000-task00002.parquet"
+    producer.play("gen0000-task00000", 0, 2, 0, [])  # landed last
+    assert index.refresh() == 1
+    window = build_window(shards, config, "az4672", index)
+    assert [Path(piece.path).name for piece in window.pieces] == ["gen0000-task00000.parquet"]
+    fresh = WindowIndex(shards)  # a new index (a restarted trainer) has only the names to go by
+    fresh.refresh()
+    assert Path(build_window(shards, config, "az4672", fresh).pieces[0].path).name == "gen0000-task00002.parquet"
+
+
 @pytest.mark.slow
 def test_the_driver_records_producer_shards_and_stops(local_ray: Any, template: str, tmp_path: Path) -> None:
     """The real driver with producers as its pool: shards recorded with their

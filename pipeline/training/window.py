@@ -180,7 +180,14 @@ class WindowIndex:
     seen (their footer and the ``full_search``/``policy_encoding`` columns,
     page checksums verified); the training positions of the whole folder are
     kept as a running total.  :meth:`reset` forgets everything: the next
-    build validates every shard it takes in full (:func:`read_shard`)."""
+    build validates every shard it takes in full (:func:`read_shard`).
+
+    ``paths`` is oldest first in the order the shards landed, as refreshes
+    first saw them (by name within one refresh, so by name at the start), and
+    a window takes the newest arrivals: a shard whose task was handed out
+    early but landed late (self-play tasks finish out of order) joins the
+    window when it lands, instead of sorting below a window already full of
+    shards with later names and never being trained on."""
 
     def __init__(self, data_dir: str | os.PathLike[str]) -> None:
         self.directory = os.fspath(data_dir)
@@ -200,7 +207,7 @@ class WindowIndex:
             counted = _count(path)
             self.shards[path] = counted
             self.total += counted.training
-        self.paths = paths
+        self.paths = [path for path in self.paths if path in present] + new
         return len(new)
 
     def reset(self) -> None:

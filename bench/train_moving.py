@@ -141,7 +141,7 @@ def main() -> None:
     config = TrainConfig(
         batch_size=args.batch, shuffle_buffer=args.shuffle_buffer, window_positions=1_000_000
     )
-    window = load_window(args.data, config, 1_000_000, 200, 0.25)
+    window = load_window(args.data, config, 1_000_000, 200, 0.25, "training-first")
     moves = (args.batches - 1) // args.move_every
     path = windows(window, args.window_shards, moves)
     print(f"window of {args.window_shards} shards ({path[0].positions:,} positions), moved by one shard "

@@ -43,10 +43,9 @@ class GateRole:
         if entry is not None:
             self.tracker.client.update_run(entry["run_id"], status="RUNNING")
             return entry["run_id"]
-        run = self.tracker.client.create_run(self.tracker.experiment_id, run_name=f"candidate{index:04d}",
-                                             tags={"mlflow.parentRunId": self.tracker.parent_id})  # fmt: skip
-        self.ledger.append({"generation": index, "stage": "gate_start", "run_id": run.info.run_id})
-        return run.info.run_id
+        run_id = self.tracker.child_run(f"candidate{index:04d}")
+        self.ledger.append({"generation": index, "stage": "gate_start", "run_id": run_id})
+        return run_id
 
     def _on_gate(self, ref: Any, index: int) -> None:
         against = self.gating.pop(index)

@@ -150,7 +150,6 @@ class TrainerRole:
         if entry is not None:
             self.tracker.client.update_run(entry["run_id"], status="RUNNING")
             return entry["run_id"]
-        run = self.tracker.client.create_run(self.tracker.experiment_id, run_name="trainer",
-                                             tags={"mlflow.parentRunId": self.tracker.parent_id})  # fmt: skip
-        self.ledger.append({"generation": 0, "stage": "trainer_run", "run_id": run.info.run_id})
-        return run.info.run_id
+        run_id = self.tracker.child_run("trainer")
+        self.ledger.append({"generation": 0, "stage": "trainer_run", "run_id": run_id})
+        return run_id

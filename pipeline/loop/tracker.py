@@ -15,6 +15,7 @@ from pipeline.training.tracking import EXPERIMENT_KIND_TAG, TRAINING_KIND, mark_
 log = logging.getLogger(__name__)
 
 PARENT_RUN_FILE = "pipeline.json"
+RUN_DIR_TAG = "zerochess.run_dir"  # the parent run's folder, to find it again after a kill
 
 
 class Tracker:
@@ -43,11 +44,29 @@ class Tracker:
             self.parent_id = json.loads(info_path.read_text())["run_id"]
             self.client.update_run(self.parent_id, status="RUNNING")
         else:
-            run = self.client.create_run(self.experiment_id, run_name=f"pipeline {out.resolve().name}")
-            self.parent_id = run.info.run_id
-            self._log_params(self.parent_id, config)
+            self.parent_id = self._unrecorded_parent(out) or self._new_parent(config, out)
             with atomic_write(info_path) as handle:
                 handle.write(json.dumps({"run_id": self.parent_id, "tracking_uri": self.uri}).encode())
+
+    def _new_parent(self, config: Config, out: Path) -> str:
+        run = self.client.create_run(self.experiment_id, run_name=f"pipeline {out.resolve().name}",
+                                     tags={RUN_DIR_TAG: str(out.resolve())})  # fmt: skip
+        self._log_params(run.info.run_id, config)
+        return str(run.info.run_id)
+
+    def _unrecorded_parent(self, out: Path) -> str | None:
+        """The parent run of ``out`` that a killed driver created before it
+        wrote ``pipeline.json``, if any."""
+        path = str(out.resolve()).replace("'", "")
+        if path != str(out.resolve()):
+            return None  # a path MLflow's filter cannot quote: a new parent
+        found = self.client.search_runs([self.experiment_id], f"tags.`{RUN_DIR_TAG}` = '{path}'",
+                                        order_by=["attributes.start_time ASC"], max_results=1)  # fmt: skip
+        if not found:
+            return None
+        log.info("MLflow parent run %s of %s found unrecorded: reused", found[0].info.run_id, out)
+        self.client.update_run(found[0].info.run_id, status="RUNNING")
+        return str(found[0].info.run_id)
 
     def _log_params(self, run_id: str, config: Config) -> None:
         from mlflow.entities import Param
@@ -59,10 +78,23 @@ class Tracker:
     def generation_run(self, generation: int, existing: str | None) -> str:
         if existing:
             return existing
-        run = self.client.create_run(
-            self.experiment_id, run_name=f"gen{generation:04d}", tags={"mlflow.parentRunId": self.parent_id}
-        )
-        return run.info.run_id
+        return self.child_run(f"gen{generation:04d}")
+
+    def child_run(self, name: str) -> str:
+        """The run ``name`` nested under the parent: the one a killed driver
+        created before it could record its id, or a new one (so a resumed
+        run never holds two runs of one name)."""
+        found = self.client.search_runs(
+            [self.experiment_id],
+            f"tags.mlflow.runName = '{name}' and tags.mlflow.parentRunId = '{self.parent_id}'",
+            order_by=["attributes.start_time ASC"], max_results=1,
+        )  # fmt: skip
+        if found:
+            log.info("MLflow run %s (%s) found under the parent run: reused", name, found[0].info.run_id)
+            self.client.update_run(found[0].info.run_id, status="RUNNING")
+            return str(found[0].info.run_id)
+        run = self.client.create_run(self.experiment_id, run_name=name, tags={"mlflow.parentRunId": self.parent_id})
+        return str(run.info.run_id)
 
     def set_tags(self, run_id: str, tags: dict[str, str]) -> None:
         for key, value in tags.items():

@@ -76,6 +76,14 @@ def test_missing_or_broken_binary_names_the_setting(tmp_path: Path) -> None:
         StockfishPlayer(StockfishSettings(depth=1, timeout_s=2.0), str(fake))
 
 
+def test_a_silent_binary_names_the_handshake_timeout(tmp_path: Path) -> None:
+    silent = tmp_path / "silent"
+    silent.write_text("#!/bin/sh\nexec sleep 5\n")
+    silent.chmod(0o755)
+    with pytest.raises(PlayerError, match=r"did not finish its UCI handshake within 0.5 s"):
+        StockfishPlayer(StockfishSettings(depth=1, start_timeout_s=0.5, retries=0), str(silent))
+
+
 class Crashing:
     """A player whose engine keeps failing (unit test of the match loop)."""
 

@@ -75,6 +75,9 @@ class StockfishSettings:
         threads / hash_mb: engine resources.
         timeout_s: how long past the move limit a reply may take before the
             engine counts as frozen.
+        start_timeout_s: how long the start-up handshake (``uci``, options)
+            may take: a first start reads the binary and its network from a
+            cold disk, which can take seconds on a loaded machine.
         retries: restarts tried for one move before the game is aborted.
     """
 
@@ -86,6 +89,7 @@ class StockfishSettings:
     threads: int = 1
     hash_mb: int = 16
     timeout_s: float = 10.0
+    start_timeout_s: float = 60.0
     retries: int = 3
 
     def __post_init__(self) -> None:
@@ -98,6 +102,8 @@ class StockfishSettings:
         Limits(nodes=self.nodes, depth=self.depth, movetime_s=self.movetime_s)  # validates
         if self.timeout_s <= 0 or self.retries < 0:
             raise PlayerError(f"stockfish timeout_s must be > 0 and retries >= 0, got {self.timeout_s}, {self.retries}")
+        if self.start_timeout_s <= 0:
+            raise PlayerError(f"stockfish start_timeout_s must be > 0, got {self.start_timeout_s}")
 
     @property
     def reproducible(self) -> bool:
@@ -150,10 +156,13 @@ class StockfishPlayer:
 
     def _start_once(self) -> None:
         try:
-            engine = chess.engine.SimpleEngine.popen_uci(self.path, timeout=self.settings.timeout_s)
+            engine = chess.engine.SimpleEngine.popen_uci(self.path, timeout=self.settings.start_timeout_s)
         except chess.engine.EngineTerminatedError as error:
             raise _DiedStarting from error
-        except (OSError, chess.engine.EngineError, TimeoutError) as error:
+        except TimeoutError as error:
+            raise PlayerError(f"Stockfish at {self.path!r} (gating.stockfish_path) did not finish its UCI handshake "
+                              f"within {self.settings.start_timeout_s:g} s") from error  # fmt: skip
+        except (OSError, chess.engine.EngineError) as error:
             raise PlayerError(f"cannot start Stockfish at {self.path!r} (gating.stockfish_path): {error}") from error
         options: dict[str, int | bool] = {"Threads": self.settings.threads, "Hash": self.settings.hash_mb}
         if self.settings.skill is not None:

@@ -88,6 +88,12 @@ class SearchConfig:
             every move allows a mate in one is then proven lost, so a mate in
             2 is seen one level higher.  Costs a legal-move generation per
             move and per checking reply at each expansion; off by default.
+        twofold_draw: a position below the root that occurred before (in
+            the game or on the path from the root) is scored as a draw, as
+            lc0's two-fold draws: a net that is ahead then sees no value in
+            repeating, one behind sees the draw a repetition offers.  Not a
+            proven draw (the opponent may still deviate); playing into such
+            a child starts its subtree afresh.  Off by default.
         backend: ``native`` (the C++ core in ``models/native``, through
             :mod:`models.native_tree`: the default, used by self-play,
             players, UCI and ``zerochess analyse``) or ``python``
@@ -137,6 +143,7 @@ class SearchConfig:
     gumbel_c_scale: float = 0.1
     solver: bool = True
     solver_threats: bool = False
+    twofold_draw: bool = False
     moves_left_threshold: float = 0.8
     moves_left_slope: float = 0.0
     moves_left_cap: float = 0.2
@@ -181,8 +188,9 @@ class SearchConfig:
             raise SearchError(f"search.gumbel_considered must be an integer, got {self.gumbel_considered!r}")
         if not isinstance(self.solver, bool):
             raise SearchError(f"search.solver must be true or false, got {self.solver!r}")
-        if not isinstance(self.solver_threats, bool):
-            raise SearchError(f"search.solver_threats must be true or false, got {self.solver_threats!r}")
+        for name in ("solver_threats", "twofold_draw"):
+            if not isinstance(getattr(self, name), bool):
+                raise SearchError(f"search.{name} must be true or false, got {getattr(self, name)!r}")
         if not 0.0 <= self.moves_left_threshold < 1.0:
             raise SearchError(
                 f"search.moves_left_threshold must be in [0, 1), got {self.moves_left_threshold!r}"

@@ -117,7 +117,7 @@ class GameTree:
             child = self.root.children[self.root.moves.index(move)]
         self.board.push(move)
         self._history.push(self.board)
-        if child is None or child.pending:
+        if child is None or child.pending or child.terminal_value is not None:  # a two-fold draw: afresh
             child = self._new_root(self.board)
         self.root = child
         self._game_rows = None
@@ -307,6 +307,10 @@ class GameTree:
             if self.config.solver:
                 node.proof, node.proof_plies = int(terminal), 0
             self._backup(path, node, *terminal_outcome(terminal), proven=self.config.solver)
+            return None
+        if self.config.twofold_draw and node is not self.root and node.repetitions >= 1:
+            node.terminal_value = 0.0  # a draw for the search, not a proven one
+            self._backup(path, node, *terminal_outcome(0.0), proven=False)
             return None
         if cached is not None:
             node.expand(moves, cached.priors)

@@ -59,6 +59,9 @@ struct SearchParams {
   // Solver, at an expansion: a move after which the opponent mates in one is
   // proven lost (its child proven won in 1 ply); needs `solver`.
   bool solver_threats = false;
+  // A position below the root that occurred before (in the game or on the
+  // path) is a draw, not a proven one (lc0's two-fold draw).
+  bool twofold_draw = false;
   // Moves-left utility (models.search_config.SearchConfig, select_puct):
   // slope 0 disables it.
   double moves_left_threshold = 0.8;

@@ -93,6 +93,7 @@ void bind_tree(py::module_& m) {
       .def_readwrite("gumbel_c_scale", &SearchParams::gumbel_c_scale)
       .def_readwrite("solver", &SearchParams::solver)
       .def_readwrite("solver_threats", &SearchParams::solver_threats)
+      .def_readwrite("twofold_draw", &SearchParams::twofold_draw)
       .def_readwrite("moves_left_threshold", &SearchParams::moves_left_threshold)
       .def_readwrite("moves_left_slope", &SearchParams::moves_left_slope)
       .def_readwrite("moves_left_cap", &SearchParams::moves_left_cap);

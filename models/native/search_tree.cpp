@@ -80,7 +80,8 @@ void SearchTree::advance(Move move) {
   Undo undo;
   board.make(move, undo);
   history_.push(board);
-  if (child < 0 || nodes_[child].pending) {
+  // A terminal child (a two-fold draw in the tree: the game goes on) starts afresh.
+  if (child < 0 || nodes_[child].pending || nodes_[child].terminal) {
     nodes_.clear();
     edges_.clear();
     root_ = new_root_node(board);
@@ -268,6 +269,13 @@ bool SearchTree::reach_leaf(int node_id, const PathStep* path, int path_size, Le
       node.proof_plies = 0;
     }
     backup(path, path_size, node_id, terminal_outcome(node.terminal_value), params_.solver);
+    return false;
+  }
+  if (params_.twofold_draw && node_id != root_ && nodes_[node_id].repetitions >= 1) {
+    Node& node = nodes_[node_id];  // a draw for the search, but not a proven one
+    node.terminal = true;
+    node.terminal_value = 0.0;
+    backup(path, path_size, node_id, terminal_outcome(0.0), false);
     return false;
   }
   set_moves(node_id, moves, count);

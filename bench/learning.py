@@ -68,7 +68,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import shutil
 import subprocess
 import sys
@@ -87,23 +86,20 @@ from pipeline.config import Config, load_config  # noqa: E402
 from pipeline.evaluation.conversion import conversion  # noqa: E402
 from pipeline.evaluation.gating import RATE_MAX_LEVELS, match_settings, rate_net  # noqa: E402
 from pipeline.evaluation.match import Opening, load_openings  # noqa: E402
+from pipeline.evaluation.measure import wilson_interval  # noqa: E402
 from pipeline.evaluation.settings import MatchSettings  # noqa: E402
 from pipeline.loop.ledger import Ledger  # noqa: E402
 from pipeline.selfplay.endgames import endgame_fens, write_epd  # noqa: E402
-from pipeline.stats import elo_to_score  # noqa: E402
 
 MATE_PLIES = 100  # 50 moves of each side
 DEFENCE = "stockfish:depth=10"
 
 
-def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float, float]:
-    """Rate and Wilson score interval."""
+def wilson(successes: float, n: int) -> tuple[float, float, float]:
+    """Rate and 95% Wilson interval (``successes`` may count halves: points); NaNs for no trials."""
     if n == 0:
         return float("nan"), float("nan"), float("nan")
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return p, max(0.0, centre - half), min(1.0, centre + half)
+    return wilson_interval(successes, n)  # type: ignore[arg-type]
 
 
 @dataclass
@@ -119,11 +115,12 @@ class Phase:
 
 
 def match(players: list[str], openings: list[Opening], settings: MatchSettings, pgn: Path) -> dict[str, Any]:
-    """Score of ``players[0]`` against ``players[1]`` with a 95% interval."""
+    """Score of ``players[0]`` against ``players[1]`` with a 95% interval
+    (Wilson's on the points: it holds the score even at 0 or 1, where the
+    Elo interval is clamped)."""
     report = run_tournament(players, openings, len(openings), settings, pgn_path=str(pgn))
     summary = report.summary()["pairings"][0]  # type: ignore[index]
-    low = elo_to_score(summary["elo_low"]) if summary["elo_low"] is not None else float("nan")
-    high = elo_to_score(summary["elo_high"]) if summary["elo_high"] is not None else float("nan")
+    _, low, high = wilson(summary["wins"] + 0.5 * summary["draws"], summary["games"])  # type: ignore[arg-type]
     converted = conversion(report.games, report.names[players[0]])
     return {"score": summary["score"], "score_low": low, "score_high": high, "games": summary["games"],
             "wins": summary["wins"], "draws": summary["draws"], "losses": summary["losses"],

@@ -111,14 +111,21 @@ class Tracker:
             self.client.log_batch(run_id, metrics=items)
 
     def register(self, run_id: str, net_path: str) -> str:
-        """Log ``net_path`` under ``run_id`` and make it the ``champion`` version."""
-        self.client.log_artifact(run_id, net_path, "net")
-        artifact_uri = self.client.get_run(run_id).info.artifact_uri
+        """Log ``net_path`` under ``run_id`` and make it the ``champion`` version
+        (the version a killed driver registered for ``run_id`` before its gate
+        reached the ledger, if any: never two versions of one candidate)."""
         try:
             self.client.get_registered_model(self.model_name)
         except Exception:  # noqa: BLE001 - MLflow raises a generic error when absent
             self.client.create_registered_model(self.model_name)
-        version = self.client.create_model_version(self.model_name, f"{artifact_uri}/net", run_id=run_id)
+        found = self.client.search_model_versions(f"name = '{self.model_name}' and run_id = '{run_id}'")
+        if found:
+            version = min(found, key=lambda v: int(v.version))
+            log.info("model version %s of run %s found: reused", version.version, run_id)
+        else:
+            self.client.log_artifact(run_id, net_path, "net")
+            artifact_uri = self.client.get_run(run_id).info.artifact_uri
+            version = self.client.create_model_version(self.model_name, f"{artifact_uri}/net", run_id=run_id)
         self.client.set_registered_model_alias(self.model_name, "champion", version.version)
         return str(version.version)
 

@@ -60,11 +60,16 @@ class Tracker:
         path = str(out.resolve()).replace("'", "")
         if path != str(out.resolve()):
             return None  # a path MLflow's filter cannot quote: a new parent
-        found = self.client.search_runs([self.experiment_id], f"tags.`{RUN_DIR_TAG}` = '{path}'",
+        return self._reuse_first(f"tags.`{RUN_DIR_TAG}` = '{path}'", f"parent run of {out}")
+
+    def _reuse_first(self, filter_string: str, what: str) -> str | None:
+        """The oldest run of the experiment matching ``filter_string``, marked
+        RUNNING again (a killed driver created it), or None."""
+        found = self.client.search_runs([self.experiment_id], filter_string,
                                         order_by=["attributes.start_time ASC"], max_results=1)  # fmt: skip
         if not found:
             return None
-        log.info("MLflow parent run %s of %s found unrecorded: reused", found[0].info.run_id, out)
+        log.info("MLflow %s found unrecorded (%s): reused", what, found[0].info.run_id)
         self.client.update_run(found[0].info.run_id, status="RUNNING")
         return str(found[0].info.run_id)
 
@@ -84,15 +89,10 @@ class Tracker:
         """The run ``name`` nested under the parent: the one a killed driver
         created before it could record its id, or a new one (so a resumed
         run never holds two runs of one name)."""
-        found = self.client.search_runs(
-            [self.experiment_id],
-            f"tags.mlflow.runName = '{name}' and tags.mlflow.parentRunId = '{self.parent_id}'",
-            order_by=["attributes.start_time ASC"], max_results=1,
-        )  # fmt: skip
+        found = self._reuse_first(f"tags.mlflow.runName = '{name}' and tags.mlflow.parentRunId = '{self.parent_id}'",
+                                  f"run {name} under the parent run")  # fmt: skip
         if found:
-            log.info("MLflow run %s (%s) found under the parent run: reused", name, found[0].info.run_id)
-            self.client.update_run(found[0].info.run_id, status="RUNNING")
-            return str(found[0].info.run_id)
+            return found
         run = self.client.create_run(self.experiment_id, run_name=name, tags={"mlflow.parentRunId": self.parent_id})
         return str(run.info.run_id)
 

@@ -94,7 +94,7 @@ def random_endgame(rng: random.Random, kind: EndgameKind, strong: chess.Color = 
     board = chess.Board(None)
     for square, (piece, colour) in zip(squares, pieces):
         board.set_piece_at(square, chess.Piece(piece, colour))
-    if not _bishops_on_both_colours(board, kind):
+    if not bishops_on_both_colours(board, kind):
         return None
     board.turn = chess.WHITE
     if not board.is_valid() or board.is_game_over():
@@ -104,7 +104,7 @@ def random_endgame(rng: random.Random, kind: EndgameKind, strong: chess.Color = 
     return board if strong == chess.WHITE else board.mirror()
 
 
-def _bishops_on_both_colours(board: chess.Board, kind: EndgameKind) -> bool:
+def bishops_on_both_colours(board: chess.Board, kind: EndgameKind) -> bool:
     """Two or more strong bishops stand on both square colours (KBBK is a win only then)."""
     if kind.strong.count(chess.BISHOP) < 2:
         return True
@@ -131,6 +131,8 @@ def endgame_fens(
     exclude: Iterable[str] = (),
     stockfish_path: str = "",
     max_attempts: int = 0,
+    mate_nodes: int = 0,
+    walk_back: bool = False,
 ) -> list[str]:
     """``count`` distinct starts of the given kinds (in turn: as many of each), seeded.
 
@@ -147,6 +149,14 @@ def endgame_fens(
         stockfish_path: the Stockfish binary (empty: PATH, then /usr/games/stockfish).
         max_attempts: give up (ConfigError) after this many placements; 0:
             ``2000 * count`` without a filter, ``20000 * count`` with one.
+        mate_nodes: when > 0, Stockfish's mate search is bounded by nodes
+            instead of depth (``go mate N nodes K``: it stops at the first
+            mate in at most N moves); needed for long mates (KBNK's 20 moves
+            would be depth 44).
+        walk_back: draw candidates by walking back from random checkmates
+            (:mod:`pipeline.selfplay.retro`; needs ``max_mate``, no pawns)
+            instead of random placements: ``2d - 1`` un-moves for a distance
+            ``d`` whose bucket is not full.  Stockfish labels them the same way.
 
     Raises:
         ConfigError: bad arguments, or not enough positions found.
@@ -158,6 +168,10 @@ def endgame_fens(
         raise ConfigError(f"max_mate must be >= 0, got {max_mate}")
     if strong not in SIDES:
         raise ConfigError(f"strong side must be one of {', '.join(SIDES)}, got {strong!r}")
+    if mate_nodes < 0:
+        raise ConfigError(f"mate_nodes must be >= 0, got {mate_nodes}")
+    if walk_back and not max_mate:
+        raise ConfigError("walk_back needs max_mate > 0 (Stockfish labels the walked-back positions)")
     limit = max_attempts or count * (20000 if max_mate else 2000)
     if max_mate:
         import chess.engine
@@ -165,8 +179,19 @@ def endgame_fens(
         with chess.engine.SimpleEngine.popen_uci(_stockfish(stockfish_path)) as engine:
             # one thread, a fixed hash: the same positions in the same order give the same answers
             engine.configure({"Threads": 1, "Hash": 16})
-            return _generate(parsed, count, seed, max_mate, strong, set(exclude), limit, engine)
+            search = _Search(engine, mate_nodes, walk_back)
+            return _generate(parsed, count, seed, max_mate, strong, set(exclude), limit, search)
     return _generate(parsed, count, seed, 0, strong, set(exclude), limit, None)
+
+
+@dataclass(frozen=True)
+class _Search:
+    """How candidates are drawn and labelled: the engine, its node bound (0:
+    depth ``2 * max_mate + 4``), and walking back from mates."""
+
+    engine: object
+    mate_nodes: int = 0
+    walk_back: bool = False
 
 
 def _generate(
@@ -177,7 +202,7 @@ def _generate(
     strong: str,
     seen: set[str],
     limit: int,
-    engine: object | None,
+    search: _Search | None,
 ) -> list[str]:
     rng = random.Random(seed)
     buckets: dict[int, list[str]] = {}
@@ -185,11 +210,16 @@ def _generate(
     found = turn = 0  # the kinds take turns: the next one after each position kept (or a full bucket)
     for _ in range(limit):
         side = chess.WHITE if strong == "white" else chess.BLACK if strong == "black" else rng.random() < 0.5
-        board = random_endgame(rng, kinds[turn % len(kinds)], side)
+        kind = kinds[turn % len(kinds)]
+        if search is not None and search.walk_back:
+            board = _walked_back(rng, kind, side, _open_distances(buckets, per_bucket, max_mate))
+        else:
+            board = random_endgame(rng, kind, side)
         if board is None or board.fen() in seen:
             continue
         seen.add(board.fen())
-        distance = _mate_distance(engine, board, _needed(buckets, per_bucket, max_mate)) if engine else 0
+        needed = _needed(buckets, per_bucket, max_mate)
+        distance = _mate_distance(search, board, needed) if search else 0
         if max_mate and not 0 < distance <= max_mate:
             continue
         turn += 1
@@ -210,20 +240,41 @@ def _generate(
     return fens
 
 
+def _open_distances(buckets: dict[int, list[str]], per_bucket: int, max_mate: int) -> list[int]:
+    """Mate distances whose bucket is not full yet."""
+    return [d for d in range(1, max_mate + 1) if len(buckets.get(d, ())) < per_bucket] or [max_mate]
+
+
 def _needed(buckets: dict[int, list[str]], per_bucket: int, max_mate: int) -> int:
     """The longest mate distance whose bucket is not full yet (the search need not see further)."""
-    return max((d for d in range(1, max_mate + 1) if len(buckets.get(d, ())) < per_bucket), default=max_mate)
+    return max(_open_distances(buckets, per_bucket, max_mate))
 
 
-def _mate_distance(engine: object, board: chess.Board, max_mate: int) -> int:
+def _walked_back(rng: random.Random, kind: EndgameKind, strong: chess.Color, distances: list[int]) -> chess.Board | None:
+    """A candidate ``2d - 1`` un-moves before a random mate (``d`` one of the
+    open ``distances``), with the same filter as a random placement."""
+    from pipeline.selfplay.retro import walk_back
+
+    board = walk_back(rng, kind, 2 * rng.choice(distances) - 1)
+    if board is None or board.is_game_over() or _strong_piece_en_prise(board):
+        return None
+    return board if strong == chess.WHITE else board.mirror()
+
+
+def _mate_distance(search: _Search, board: chess.Board, max_mate: int) -> int:
     """Moves to the strong side's (the side to move's) forced mate as Stockfish
-    sees it at depth ``2 * max_mate + 4``; 0 when it sees none (or none within
-    ``max_mate`` moves).  A mate in one is found without Stockfish."""
+    sees it (at depth ``2 * max_mate + 4``, or within ``search.mate_nodes``
+    nodes); 0 when it sees none (or none within ``max_mate`` moves).  A mate
+    in one is found without Stockfish."""
     import chess.engine
 
     if max_mate == 1:
         return int(any(board.is_checkmate() for board in _after_each_move(board)))
-    info = engine.analyse(board, chess.engine.Limit(depth=2 * max_mate + 4))  # type: ignore[attr-defined]
+    if search.mate_nodes:
+        limit = chess.engine.Limit(mate=max_mate, nodes=search.mate_nodes)
+    else:
+        limit = chess.engine.Limit(depth=2 * max_mate + 4)
+    info = search.engine.analyse(board, limit)  # type: ignore[attr-defined]
     return info["score"].pov(board.turn).mate() or 0
 
 

@@ -1,0 +1,118 @@
+"""Walking back from checkmates (pipeline/selfplay/retro.py) and the endgame
+starts drawn that way (``endgame_fens(..., walk_back=True)``)."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import chess
+import chess.engine
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline.config import ConfigError
+from pipeline.players.stockfish import DEBIAN_PATH
+from pipeline.selfplay.endgames import endgame_fens, parse_kind, random_endgame
+from pipeline.selfplay.retro import random_mate, un_moves, walk_back
+
+needs_stockfish = pytest.mark.skipif(not os.access(DEBIAN_PATH, os.X_OK), reason="Debian's stockfish not installed")
+KINDS = ["KQK", "KRK", "KBBK", "KBNK", "KQKR"]
+
+
+def material(board: chess.Board) -> list[str]:
+    return sorted(piece.symbol() for piece in board.piece_map().values())
+
+
+@pytest.mark.parametrize("name", KINDS)
+def test_random_mates_are_checkmates_of_their_kind(name: str) -> None:
+    kind = parse_kind(name)
+    rng = random.Random(7)
+    for _ in range(5):
+        board = random_mate(rng, kind)
+        assert board.turn == chess.BLACK and board.is_valid() and board.is_checkmate(), board.fen()
+        strong = "".join(sorted("K" + "".join(chess.piece_symbol(p).upper() for p in kind.strong)))
+        assert "".join(sorted(p for p in material(board) if p.isupper())) == strong
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10**6), name=st.sampled_from(KINDS))
+def test_un_moves_are_exactly_the_quiet_non_pawn_moves_into_a_position(seed: int, name: str) -> None:
+    """Sound: each position returned moves into the given one by a legal move.
+    Complete: every legal non-capturing move of a random position is found
+    again as an un-move of the position it leads to."""
+    rng = random.Random(seed)
+    board = None
+    while board is None:
+        board = random_endgame(rng, parse_kind(name), rng.choice([chess.WHITE, chess.BLACK]))
+    for move in board.legal_moves:
+        if board.is_capture(move):
+            continue
+        after = board.copy(stack=False)
+        after.push(move)
+        after.clear_stack()
+        earlier = un_moves(after)
+        assert any(e.board_fen() == board.board_fen() and e.turn == board.turn for e in earlier), move.uci()
+        for e in earlier:
+            assert e.turn != after.turn and e.is_valid()
+            assert any(_pushed(e, m).board_fen() == after.board_fen() for m in e.legal_moves)
+
+
+def _pushed(board: chess.Board, move: chess.Move) -> chess.Board:
+    after = board.copy(stack=False)
+    after.push(move)
+    return after
+
+
+@pytest.mark.parametrize("name", KINDS)
+def test_one_ply_back_from_a_mate_is_a_mate_in_one(name: str) -> None:
+    rng = random.Random(3)
+    for _ in range(5):
+        board = walk_back(rng, parse_kind(name), 1)
+        if board is None:
+            continue
+        assert board.turn == chess.WHITE and not board.is_game_over()
+        assert any(_pushed(board, move).is_checkmate() for move in board.legal_moves), board.fen()
+
+
+def test_walks_keep_the_material_and_the_strong_side_to_move() -> None:
+    rng = random.Random(11)
+    for plies in (3, 9, 21):
+        board = walk_back(rng, parse_kind("KBNK"), plies)
+        if board is not None:
+            assert board.turn == chess.WHITE and board.is_valid()
+            assert material(board) == ["B", "K", "N", "k"]
+
+
+def test_bad_walks_are_config_errors_naming_the_value() -> None:
+    rng = random.Random(0)
+    with pytest.raises(ConfigError, match="odd"):
+        walk_back(rng, parse_kind("KQK"), 2)
+    with pytest.raises(ConfigError, match="got 0"):
+        walk_back(rng, parse_kind("KQK"), 0)
+    with pytest.raises(ConfigError, match="KPK.*pawns"):
+        walk_back(rng, parse_kind("KPK"), 1)
+    with pytest.raises(ConfigError, match="walk_back needs max_mate"):
+        endgame_fens("KBNK", 2, seed=0, walk_back=True)
+    with pytest.raises(ConfigError, match="mate_nodes must be >= 0, got -5"):
+        endgame_fens("KBNK", 2, seed=0, max_mate=3, mate_nodes=-5)
+
+
+@needs_stockfish
+def test_walked_back_starts_are_stockfish_checked_mates_at_every_distance() -> None:
+    """KBNK starts within 3 moves of mate, drawn by walking back and labelled by a
+    node-bounded search, are forced mates for the side to move at 1, 2 and 3 moves."""
+    fens = endgame_fens("KBNK", 6, seed=4, max_mate=3, mate_nodes=50_000, walk_back=True, strong="random")
+    assert len(set(fens)) == 6
+    distances = []
+    with chess.engine.SimpleEngine.popen_uci(DEBIAN_PATH) as engine:
+        for fen in fens:
+            board = chess.Board(fen)
+            assert len(board.pieces(chess.KNIGHT, board.turn)) == 1 and len(board.pieces(chess.BISHOP, board.turn)) == 1
+            # a fresh hash, a search that stops at the first mate in at most 3 (a depth-bounded one
+            # may report a longer mate it saw first)
+            info = engine.analyse(board, chess.engine.Limit(mate=3, nodes=2_000_000), game=object())
+            distances.append(info["score"].pov(board.turn).mate())
+    assert all(mate is not None and 1 <= mate <= 3 for mate in distances), str(distances)
+    assert set(distances) == {1, 2, 3}, str(distances)

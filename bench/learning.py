@@ -55,6 +55,18 @@ evaluation here is the only measurement.
     .venv/bin/python bench/learning.py --phase standard --bootstrap   # supervised start first
     .venv/bin/python bench/learning.py --phase standard --rate --rate-games 10   # + a rating each point
 
+``--next-kinds KBBK,KQKR,KBNK`` makes the endgame phase a curriculum of two
+stages: self-play starts from the ``--kinds`` starts until an evaluation
+point shows every one of those kinds mated at ``--master-rate`` or more in
+its held-out starts, then from the next kinds' starts (with a
+``--keep-first`` share of the first ones).  The next kinds' starts are
+walked back from random checkmates and labelled by a node-bounded Stockfish
+mate search (``--mate-nodes``; mates in at most ``--next-max-mate`` moves, as
+many at each distance); their held-out starts join the evaluation from
+generation 0, so each kind's mate rate is on the curve throughout.
+
+    .venv/bin/python bench/learning.py --phase endgame --minutes 60 --next-kinds KBBK,KQKR,KBNK
+
 ``--bootstrap`` (seed 001's recipe before self-play): the standard phase
 starts from a net pretrained on Stockfish-labelled positions of random play
 (``zerochess label --random``, then ``zerochess pretrain``); the labelling and
@@ -112,6 +124,9 @@ class Phase:
     rate_games: int = 0  # games a level of the rating at each evaluation point (0: no rating)
     rate_levels: int = RATE_MAX_LEVELS  # levels the rating's bisection plays at most
     rate_max_plies: int = 400  # the rating's game length (the standard params'; the levels cache is keyed by it)
+    next_starts: Path | None = None  # endgame curriculum: the training starts once the first kinds are mastered
+    master_kinds: tuple[str, ...] = ()  # ... namely these kinds (their held-out mate rates)
+    master_rate: float = 0.9  # ... at this mate rate or more, each, at one evaluation point
 
 
 def match(players: list[str], openings: list[Opening], settings: MatchSettings, pgn: Path) -> dict[str, Any]:
@@ -148,15 +163,47 @@ def mate_rate(net: str, openings: list[Opening], settings: MatchSettings, pgn: P
             "median_mate_plies": plies[len(plies) // 2] if plies else None, "kinds": kinds}  # fmt: skip
 
 
-def held_out_fens(kinds: str, count: int, max_mate: int, exclude: list[str]) -> list[str]:
-    """``count`` held-out starts, as many of each kind (so each kind's rate has its own tight interval)."""
+def held_out_fens(kinds: str, count: int, max_mate: int, exclude: list[str], seed: int = 2,
+                  **drawing: Any) -> list[str]:  # fmt: skip
+    """``count`` held-out starts, as many of each kind (so each kind's rate
+    has its own tight interval); ``drawing``: :func:`endgame_fens`'s
+    ``mate_nodes`` and ``walk_back``."""
     names = [name for name in kinds.split(",") if name.strip()]
     share, extra = divmod(count, len(names))
     fens: list[str] = []
     for index, name in enumerate(names):
-        fens += endgame_fens(name, share + (index < extra), seed=2 + index, max_mate=max_mate,
-                             exclude=[*exclude, *fens])  # fmt: skip
+        fens += endgame_fens(name, share + (index < extra), seed=seed + index, max_mate=max_mate,
+                             exclude=[*exclude, *fens], **drawing)  # fmt: skip
     return fens
+
+
+def endgame_starts(args: argparse.Namespace, out: Path) -> None:
+    """The endgame phase's start files (once: a rerun continues with them):
+    training and held-out starts of ``--kinds``, and with ``--next-kinds`` the
+    curriculum's next stage (its training starts, walked back from mates and
+    labelled by a node-bounded Stockfish search, plus a share of the first
+    kinds' starts), whose held-out starts join the evaluation file."""
+    if (out / "endgames_eval.epd").exists():
+        return
+    train = endgame_fens(args.kinds, args.train_positions, seed=1, max_mate=args.max_mate)
+    held_out = held_out_fens(args.kinds, args.eval_positions, args.max_mate, exclude=train)
+    label = args.kinds.replace(",", "/")
+    write_epd(out / "endgames_train.epd", train, label, header=f"{label}, made by bench/learning.py")
+    if args.next_kinds:
+        drawing = {"mate_nodes": args.mate_nodes, "walk_back": True}
+        started = time.monotonic()
+        later = endgame_fens(args.next_kinds, args.next_train_positions, seed=11, max_mate=args.next_max_mate,
+                             **drawing)  # fmt: skip
+        held_out += held_out_fens(args.next_kinds, args.next_eval_positions, args.next_max_mate, exclude=later,
+                                  seed=21, **drawing)  # fmt: skip
+        kept = train[: round(args.keep_first / (1 - args.keep_first) * len(later))]
+        next_label = f"{args.next_kinds.replace(',', '/')} + {label}"
+        write_epd(out / "endgames_next.epd", later + kept, next_label,
+                  header=f"{next_label}, made by bench/learning.py")  # fmt: skip
+        print(f"[endgame] next stage's starts ({args.next_kinds}) in {(time.monotonic() - started) / 60:.1f} min",
+              flush=True)  # fmt: skip
+        label = f"{label}/{args.next_kinds.replace(',', '/')}"
+    write_epd(out / "endgames_eval.epd", held_out, f"held-out {label}", header=f"held-out {label}, made by bench/learning.py")
 
 
 def endgame_kind(fen: str) -> str:
@@ -231,6 +278,7 @@ def run_phase(phase: Phase, out: Path, minutes: float, max_generations: int, pre
     config = load_config(ROOT / "params.yaml", phase.overrides, preset=preset)
     curve_path = out / "curve.json"
     curve: list[dict[str, Any]] = json.loads(curve_path.read_text())["generations"] if curve_path.exists() else []
+    moved = any(entry.get("moved_on") for entry in curve)  # a rerun continues in the stage it reached
     started = time.monotonic() - 60 * spent_before
     last = 0.0
     generation = max((entry["generation"] for entry in curve), default=0)
@@ -243,7 +291,8 @@ def run_phase(phase: Phase, out: Path, minutes: float, max_generations: int, pre
             break
         generation += 1
         begun = time.monotonic()
-        run_config = replace(config, run=replace(config.run, generations=generation))
+        stage_config = _next_stage_config(phase, preset) if moved else config
+        run_config = replace(stage_config, run=replace(stage_config.run, generations=generation))
         run_pipeline(run_config, out / "run", init_net=str(init_net) if init_net else None,
                      on_event=lambda text: print(f"[{phase.name}] {text}", flush=True))  # fmt: skip
         ledger = Ledger(out / "run" / "ledger.jsonl")
@@ -252,14 +301,35 @@ def run_phase(phase: Phase, out: Path, minutes: float, max_generations: int, pre
                    "selfplay_games": summary["selfplay"].get("games"),
                    "mean_game_length": summary["selfplay"].get("mean_game_length"),
                    "loss": {k: v for k, v in summary["train"].items() if k.startswith("loss/")}}  # fmt: skip
+        if phase.next_starts is not None:
+            pending["stage"] = "next" if moved else "first"
         if generation % phase.eval_every == 0:
             _evaluate_entry(phase, config, out, pending, started, curve, preset)
+            if not moved and mastered(phase, pending):
+                moved = pending["moved_on"] = True
+                _save(curve_path, phase, preset, curve)
+                print(f"[{phase.name}] {', '.join(phase.master_kinds)} mastered: self-play now starts from "
+                      f"{phase.next_starts}", flush=True)  # fmt: skip
             pending = None
         last = (time.monotonic() - begun) / 60
     if pending is not None:
         _evaluate_entry(phase, config, out, pending, started, curve, preset)
     _save(curve_path, phase, preset, curve)
     return sorted(curve, key=lambda entry: entry["generation"])
+
+
+def mastered(phase: Phase, entry: dict[str, Any]) -> bool:
+    """Has the curriculum's first stage been learnt: each of ``phase.master_kinds``
+    mated at ``phase.master_rate`` or more in this entry's held-out starts?"""
+    if phase.next_starts is None or "mate" not in entry:
+        return False
+    kinds = entry["mate"].get("kinds", {})
+    return all(kind in kinds and kinds[kind]["rate"] >= phase.master_rate for kind in phase.master_kinds)
+
+
+def _next_stage_config(phase: Phase, preset: str) -> Config:
+    overrides = [*phase.overrides, f"selfplay.start_positions={phase.next_starts}"]
+    return load_config(ROOT / "params.yaml", overrides, preset=preset)
 
 
 def _evaluate_entry(phase: Phase, config: Config, out: Path, entry: dict[str, Any], started: float,
@@ -325,6 +395,8 @@ def line(entry: dict[str, Any]) -> str:
             if r.get("conversion", {}).get("ahead"):
                 c = r["conversion"]
                 parts.append(f"converted {c['won']}/{c['ahead']}")
+    if entry.get("moved_on"):
+        parts.append("(first kinds mastered: next stage)")
     if "rating" in entry:
         r = entry["rating"]
         parts.append(f"rating {r['rating']:.0f} [{r['low']:.0f}, {r['high']:.0f}] ({r['games']} games)")
@@ -431,6 +503,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kinds", default="KQK,KRK", help="endgame kinds of the starts (pipeline/endgames.py)")
     parser.add_argument("--max-mate", type=int, default=6,
                         help="endgame starts with a forced mate in at most this many moves (Stockfish; 0: any)")
+    parser.add_argument("--next-kinds", default="",
+                        help="endgame curriculum: the kinds self-play moves on to once every --kinds kind is mated "
+                             "at --master-rate in the held-out starts (e.g. KBBK,KQKR,KBNK); empty: one stage")
+    parser.add_argument("--next-max-mate", type=int, default=20, help="the next kinds' starts: mates in at most this many moves")
+    parser.add_argument("--next-train-positions", type=int, default=300, help="the next kinds' training starts")
+    parser.add_argument("--next-eval-positions", type=int, default=60,
+                        help="the next kinds' held-out starts (as many of each), added to the evaluation")
+    parser.add_argument("--mate-nodes", type=int, default=200_000,
+                        help="Stockfish's node bound for the next kinds' mate labels (walked back from mates)")
+    parser.add_argument("--master-rate", type=float, default=0.9,
+                        help="the mate rate of each --kinds kind at one evaluation point that ends the first stage")
+    parser.add_argument("--keep-first", type=float, default=0.2,
+                        help="share of the next stage's training starts taken from the first kinds' (against forgetting)")
     parser.add_argument("--endgame-simulations", type=int, default=64, help="search.num_simulations in endgames")
     parser.add_argument("--endgame-temperature-plies", type=int, default=2,
                         help="search.temperature_plies in endgames (sampling by visits; then the most visited)")
@@ -460,6 +545,9 @@ def main(argv: list[str] | None = None) -> int:
         print(target / "learning-compare.png")
         return 0
 
+    if not 0 <= args.keep_first < 1 or not 0 < args.master_rate <= 1 or args.next_max_mate < 1:
+        raise SystemExit(f"--keep-first must be in [0, 1), --master-rate in (0, 1], --next-max-mate >= 1; got "
+                         f"{args.keep_first}, {args.master_rate}, {args.next_max_mate}")  # fmt: skip
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rated = rate_settings(args)
@@ -467,13 +555,7 @@ def main(argv: list[str] | None = None) -> int:
     common = ["gating.always_promote=true", "gating.ladder=[]", "gating.max_games=4", *args.set]
     phases = []
     if args.phase in ("endgame", "both"):
-        if not (out / "endgames_eval.epd").exists():  # a rerun continues with the same starts
-            train = endgame_fens(args.kinds, args.train_positions, seed=1, max_mate=args.max_mate)
-            held_out = held_out_fens(args.kinds, args.eval_positions, args.max_mate, exclude=train)
-            label = args.kinds.replace(",", "/")
-            write_epd(out / "endgames_train.epd", train, label, header=f"{label}, made by bench/learning.py")
-            write_epd(out / "endgames_eval.epd", held_out, f"held-out {label}",
-                      header=f"held-out {label}, made by bench/learning.py")  # fmt: skip
+        endgame_starts(args, out)
         overrides = [f"selfplay.start_positions={(out / 'endgames_train.epd').resolve()}",
                      f"gating.openings={(out / 'endgames_eval.epd').resolve()}",
                      f"selfplay.max_plies={MATE_PLIES}", f"gating.max_plies={MATE_PLIES}",
@@ -483,8 +565,11 @@ def main(argv: list[str] | None = None) -> int:
                      "search.fpu_mode=absolute", "search.fpu_value=0",  # AlphaZero's Q = 0 for unvisited moves
                      f"search.num_simulations={args.endgame_simulations}",
                      f"gating.simulations={args.endgame_simulations}", *common]  # fmt: skip
+        stages = {"next_starts": (out / "endgames_next.epd").resolve(), "master_rate": args.master_rate,
+                  "master_kinds": tuple(kind.strip().upper() for kind in args.kinds.split(",") if kind.strip())} \
+            if args.next_kinds else {}  # fmt: skip
         phases.append((Phase("endgame", overrides, load_openings(out / "endgames_eval.epd"), args.gen0_pairs,
-                             args.eval_every, **rated), args.minutes))  # fmt: skip
+                             args.eval_every, **rated, **stages), args.minutes))  # fmt: skip
     if args.phase in ("standard", "both"):
         openings = load_openings(ROOT / "data" / "openings.epd")[: args.standard_pairs]
         phases.append((Phase("standard", common, openings, 0, args.eval_every, **rated), args.minutes_standard))

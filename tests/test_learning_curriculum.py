@@ -1,0 +1,111 @@
+"""``bench/learning.py``'s endgame curriculum: the next kinds' start files, and
+the move to them once the first kinds are mastered (a unit test of the bench:
+its loop, ledger and evaluation are stood in for)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import chess
+import pytest
+
+from pipeline.evaluation.match import load_openings
+from pipeline.selfplay import load_start_positions
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture()
+def learning(monkeypatch: pytest.MonkeyPatch) -> Any:
+    spec = importlib.util.spec_from_file_location("bench_learning", ROOT / "bench" / "learning.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    monkeypatch.setitem(sys.modules, "bench_learning", module)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def entry(**rates: float) -> dict[str, Any]:
+    """An evaluation's mate figures (as ``mate_rate`` gives them), 10 games a kind."""
+    kinds = {kind: {"mates": round(10 * rate), "games": 10, "rate": rate, "rate_low": 0.0, "rate_high": 1.0}
+             for kind, rate in rates.items()}  # fmt: skip
+    mates = sum(k["mates"] for k in kinds.values())
+    return {"mate": {"mates": mates, "games": 10 * len(kinds), "rate": mates / max(10 * len(kinds), 1),
+                     "rate_low": 0.0, "rate_high": 1.0, "kinds": kinds}}  # fmt: skip
+
+
+def test_the_first_stage_is_mastered_when_every_kind_reaches_the_rate(learning: Any, tmp_path: Path) -> None:
+    phase = learning.Phase("endgame", [], [], next_starts=tmp_path / "next.epd", master_kinds=("KQK", "KRK"),
+                           master_rate=0.9)  # fmt: skip
+    assert learning.mastered(phase, entry(KQK=0.95, KRK=0.9, KBNK=0.0))
+    assert not learning.mastered(phase, entry(KQK=1.0, KRK=0.85))
+    assert not learning.mastered(phase, entry(KQK=1.0))  # a kind not measured is not mastered
+    assert not learning.mastered(phase, {"vs_gen0": {}})
+    assert not learning.mastered(learning.Phase("endgame", [], []), entry(KQK=1.0, KRK=1.0))  # no next stage
+
+
+def test_the_next_stage_starts_are_walked_back_and_join_the_evaluation(learning: Any, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    calls: list[dict[str, Any]] = []
+    real = learning.endgame_fens
+
+    def drawn(kinds: str, count: int, seed: int, **options: Any) -> list[str]:
+        calls.append({"kinds": kinds, "count": count, **options})
+        return real(kinds, count, seed, exclude=options.get("exclude", ()))  # no Stockfish: placements only
+
+    monkeypatch.setattr(learning, "endgame_fens", drawn)
+    args = argparse.Namespace(kinds="KQK,KRK", train_positions=20, max_mate=6, eval_positions=4,
+                              next_kinds="KBBK,KBNK", next_train_positions=8, next_eval_positions=6,
+                              next_max_mate=20, mate_nodes=1000, keep_first=0.2)  # fmt: skip
+    learning.endgame_starts(args, tmp_path)
+    following = [call for call in calls if call["kinds"] in ("KBBK,KBNK", "KBBK", "KBNK")]
+    assert following and all(c["walk_back"] and c["mate_nodes"] == 1000 and c["max_mate"] == 20 for c in following)
+    next_fens = load_start_positions(tmp_path / "endgames_next.epd")
+    first = load_start_positions(tmp_path / "endgames_train.epd")
+    assert len(next_fens) == 8 + 2 and next_fens[8:] == first[:2]  # a fifth of the starts from the first kinds
+    held_out = [opening.fen for opening in load_openings(tmp_path / "endgames_eval.epd")]
+    assert len(held_out) == 4 + 6 and not set(held_out) & set(next_fens[:8])
+    knights = [bool(chess.Board(fen).pieces_mask(chess.KNIGHT, chess.WHITE) | chess.Board(fen).pieces_mask(chess.KNIGHT, chess.BLACK))
+               for fen in held_out]  # fmt: skip
+    assert sum(knights) == 3  # KBNK's share of the next kinds' held-out starts
+    stamp = (tmp_path / "endgames_eval.epd").stat().st_mtime_ns
+    learning.endgame_starts(args, tmp_path)  # a rerun keeps the starts
+    assert (tmp_path / "endgames_eval.epd").stat().st_mtime_ns == stamp
+
+
+def test_self_play_moves_on_after_the_first_mastered_evaluation(learning: Any, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Generations 1-2 play the first starts; generation 2's evaluation masters
+    them; 3-4 play the next starts; the curve records the stage and the move,
+    and a rerun goes on from the stage reached."""
+    first, later = tmp_path / "first.epd", tmp_path / "next.epd"
+    first.write_text("8/8/8/8/8/2k5/8/1QK5 w - - 0 1\n")
+    later.write_text("8/8/8/8/8/2k5/8/1RK5 w - - 0 1\n")
+    played: dict[int, str] = {}
+
+    def run_pipeline(config: Any, folder: Path, **kwargs: Any) -> None:
+        played[config.run.generations] = Path(config.selfplay.start_positions).name
+
+    class Ledger:
+        def __init__(self, path: Path) -> None:
+            pass
+
+        def find(self, generation: int, kind: str) -> dict[str, Any]:
+            return {"summary": {"selfplay": {"games": 2}, "train": {}}, "net": f"net{generation}"}
+
+    rates = {1: 0.5, 2: 0.95, 3: 0.2, 4: 0.99, 5: 0.3, 6: 0.3}
+    monkeypatch.setattr(learning, "run_pipeline", run_pipeline)
+    monkeypatch.setattr(learning, "Ledger", Ledger)
+    monkeypatch.setattr(learning, "evaluate",
+                        lambda phase, config, net, gen0, folder: entry(KQK=rates[int(net[3:])], KRK=1.0))  # fmt: skip
+    phase = learning.Phase("endgame", [f"selfplay.start_positions={first}"], [], next_starts=later,
+                           master_kinds=("KQK", "KRK"), master_rate=0.9)  # fmt: skip
+    curve = learning.run_phase(phase, tmp_path / "out", 60.0, 4, "cpu")
+    assert played == {1: "first.epd", 2: "first.epd", 3: "next.epd", 4: "next.epd"}
+    assert [e["stage"] for e in curve] == ["first", "first", "next", "next"]
+    assert [bool(e.get("moved_on")) for e in curve] == [False, True, False, False]
+    learning.run_phase(phase, tmp_path / "out", 60.0, 6, "cpu")
+    assert played[5] == played[6] == "next.epd"

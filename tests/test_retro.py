@@ -116,3 +116,19 @@ def test_walked_back_starts_are_stockfish_checked_mates_at_every_distance() -> N
             distances.append(info["score"].pov(board.turn).mate())
     assert all(mate is not None and 1 <= mate <= 3 for mate in distances), str(distances)
     assert set(distances) == {1, 2, 3}, str(distances)
+
+
+@needs_stockfish
+def test_the_endgames_command_walks_back(tmp_path, capsys: pytest.CaptureFixture) -> None:
+    from pipeline.cli import main
+    from pipeline.selfplay import load_start_positions
+
+    out = tmp_path / "kbnk.epd"
+    assert main(["endgames", "--out", str(out), "--kinds", "KBNK", "--count", "2", "--max-mate", "2",
+                 "--walk-back", "--mate-nodes", "20000", "--seed", "1"]) == 0  # fmt: skip
+    assert len(load_start_positions(out)) == 2
+    assert "--walk-back --mate-nodes 20000" in out.read_text().splitlines()[0]
+    assert main(["endgames", "--out", str(out), "--kinds", "KBNK", "--walk-back"]) == 2
+    assert "--walk-back needs --max-mate" in capsys.readouterr().err
+    assert main(["endgames", "--out", str(out), "--kinds", "KBNK", "--max-mate", "2", "--mate-nodes", "-1"]) == 2
+    assert "--mate-nodes" in capsys.readouterr().err

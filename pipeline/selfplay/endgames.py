@@ -30,6 +30,7 @@ from pathlib import Path
 import chess
 
 from pipeline.config_errors import ConfigError
+from pipeline.selfplay.retro import bishops_on_both_colours, walk_back
 
 __all__ = [
     "DEFAULT_KINDS",
@@ -102,14 +103,6 @@ def random_endgame(rng: random.Random, kind: EndgameKind, strong: chess.Color = 
     if _strong_piece_en_prise(board):
         return None
     return board if strong == chess.WHITE else board.mirror()
-
-
-def bishops_on_both_colours(board: chess.Board, kind: EndgameKind) -> bool:
-    """Two or more strong bishops stand on both square colours (KBBK is a win only then)."""
-    if kind.strong.count(chess.BISHOP) < 2:
-        return True
-    bishops = board.pieces(chess.BISHOP, chess.WHITE)
-    return bool(bishops & chess.BB_LIGHT_SQUARES) and bool(bishops & chess.BB_DARK_SQUARES)
 
 
 def _strong_piece_en_prise(board: chess.Board) -> bool:
@@ -253,8 +246,6 @@ def _needed(buckets: dict[int, list[str]], per_bucket: int, max_mate: int) -> in
 def _walked_back(rng: random.Random, kind: EndgameKind, strong: chess.Color, distances: list[int]) -> chess.Board | None:
     """A candidate ``2d - 1`` un-moves before a random mate (``d`` one of the
     open ``distances``), with the same filter as a random placement."""
-    from pipeline.selfplay.retro import walk_back
-
     board = walk_back(rng, kind, 2 * rng.choice(distances) - 1)
     if board is None or board.is_game_over() or _strong_piece_en_prise(board):
         return None

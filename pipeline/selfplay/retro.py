@@ -19,36 +19,50 @@ are left out): kinds with pawns raise :class:`~pipeline.config_errors.ConfigErro
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import chess
 
 from pipeline.config_errors import ConfigError
 
-if TYPE_CHECKING:
-    from pipeline.selfplay.endgames import EndgameKind
+__all__ = ["Material", "bishops_on_both_colours", "random_mate", "un_moves", "walk_back"]
 
-__all__ = ["random_mate", "un_moves", "walk_back"]
+
+class Material(Protocol):
+    """An ending's material (:class:`pipeline.selfplay.endgames.Material`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def strong(self) -> tuple[chess.PieceType, ...]: ...
+    @property
+    def weak(self) -> tuple[chess.PieceType, ...]: ...
 
 _MATE_ATTEMPTS = 200_000  # placements tried for one checkmate (KBNK needs some hundreds)
 _EDGE = [square for square in chess.SQUARES if chess.square_file(square) in (0, 7) or chess.square_rank(square) in (0, 7)]
 
 
-def _check_kind(kind: EndgameKind) -> None:
+def bishops_on_both_colours(board: chess.Board, kind: Material) -> bool:
+    """Two or more strong (White) bishops stand on both square colours (KBBK is a win only then)."""
+    if kind.strong.count(chess.BISHOP) < 2:
+        return True
+    bishops = board.pieces(chess.BISHOP, chess.WHITE)
+    return bool(bishops & chess.BB_LIGHT_SQUARES) and bool(bishops & chess.BB_DARK_SQUARES)
+
+
+def _check_kind(kind: Material) -> None:
     pieces = (*kind.strong, *kind.weak)
     if chess.PAWN in pieces:
         raise ConfigError(f"endgame kind {kind.name!r}: walking back from mates does not move pawns")
 
 
-def random_mate(rng: random.Random, kind: EndgameKind) -> chess.Board:
+def random_mate(rng: random.Random, kind: Material) -> chess.Board:
     """A random checkmate of ``kind``: White (the strong side) has just mated, Black to move.
 
     The weak king is drawn on the edge (every mate of these endings but the
     rare smothered ones has it there), the strong king nine times in ten two
     squares from it (as in the mates of a lone king; otherwise anywhere), and
     the other pieces uniformly."""
-    from pipeline.selfplay.endgames import bishops_on_both_colours
-
     _check_kind(kind)
     pieces = [(piece, chess.WHITE) for piece in kind.strong] + [(piece, chess.BLACK) for piece in kind.weak]
     for _ in range(_MATE_ATTEMPTS):
@@ -78,7 +92,7 @@ def un_moves(board: chess.Board) -> list[chess.Board]:
     for square in chess.SquareSet(board.pieces_mask(chess.KING, mover) | _non_pawn_non_king(board, mover)):
         piece = board.piece_at(square)
         assert piece is not None
-        for origin in _origins(board, square, piece):
+        for origin in _origins(board, square):
             earlier = board.copy(stack=False)
             earlier.remove_piece_at(square)
             earlier.set_piece_at(origin, piece)
@@ -96,30 +110,14 @@ def _non_pawn_non_king(board: chess.Board, colour: chess.Color) -> int:
     return mask
 
 
-def _origins(board: chess.Board, square: chess.Square, piece: chess.Piece) -> list[chess.Square]:
-    """Empty squares from which ``piece`` reaches ``square`` (moves of these pieces are symmetric)."""
-    empty = ~board.occupied & chess.BB_ALL
-    if piece.piece_type == chess.KING:
-        reach = chess.BB_KING_ATTACKS[square]
-    elif piece.piece_type == chess.KNIGHT:
-        reach = chess.BB_KNIGHT_ATTACKS[square]
-    else:
-        reach = _slider_reach(board, square, piece.piece_type)
-    return list(chess.SquareSet(reach & empty))
+def _origins(board: chess.Board, square: chess.Square) -> list[chess.Square]:
+    """Empty squares from which the (non-pawn) piece on ``square`` could have
+    come: the moves of these pieces are symmetric, so they are the empty
+    squares it attacks."""
+    return list(chess.SquareSet(board.attacks_mask(square) & ~board.occupied))
 
 
-def _slider_reach(board: chess.Board, square: chess.Square, piece_type: chess.PieceType) -> int:
-    occupied = board.occupied & ~chess.BB_SQUARES[square]
-    reach = 0
-    if piece_type in (chess.BISHOP, chess.QUEEN):
-        reach |= chess.BB_DIAG_ATTACKS[square][chess.BB_DIAG_MASKS[square] & occupied]
-    if piece_type in (chess.ROOK, chess.QUEEN):
-        reach |= chess.BB_RANK_ATTACKS[square][chess.BB_RANK_MASKS[square] & occupied]
-        reach |= chess.BB_FILE_ATTACKS[square][chess.BB_FILE_MASKS[square] & occupied]
-    return reach
-
-
-def walk_back(rng: random.Random, kind: EndgameKind, plies: int) -> chess.Board | None:
+def walk_back(rng: random.Random, kind: Material, plies: int) -> chess.Board | None:
     """A position ``plies`` (odd, >= 1) un-moves before a random checkmate of
     ``kind``, White (the strong side) to move; None when the walk reaches a
     position with no un-move (rare)."""

@@ -101,7 +101,7 @@ from pipeline.evaluation.match import Opening, load_openings  # noqa: E402
 from pipeline.evaluation.measure import wilson_interval  # noqa: E402
 from pipeline.evaluation.settings import MatchSettings  # noqa: E402
 from pipeline.loop.ledger import Ledger  # noqa: E402
-from pipeline.selfplay.endgames import endgame_fens, write_epd  # noqa: E402
+from pipeline.selfplay.endgames import endgame_fens, parse_kinds, write_epd  # noqa: E402
 
 MATE_PLIES = 100  # 50 moves of each side
 DEFENCE = "stockfish:depth=10"
@@ -279,6 +279,7 @@ def run_phase(phase: Phase, out: Path, minutes: float, max_generations: int, pre
     curve_path = out / "curve.json"
     curve: list[dict[str, Any]] = json.loads(curve_path.read_text())["generations"] if curve_path.exists() else []
     moved = any(entry.get("moved_on") for entry in curve)  # a rerun continues in the stage it reached
+    next_config = _next_stage_config(phase, preset) if phase.next_starts is not None else config
     started = time.monotonic() - 60 * spent_before
     last = 0.0
     generation = max((entry["generation"] for entry in curve), default=0)
@@ -291,7 +292,7 @@ def run_phase(phase: Phase, out: Path, minutes: float, max_generations: int, pre
             break
         generation += 1
         begun = time.monotonic()
-        stage_config = _next_stage_config(phase, preset) if moved else config
+        stage_config = next_config if moved else config
         run_config = replace(stage_config, run=replace(stage_config.run, generations=generation))
         run_pipeline(run_config, out / "run", init_net=str(init_net) if init_net else None,
                      on_event=lambda text: print(f"[{phase.name}] {text}", flush=True))  # fmt: skip
@@ -566,7 +567,7 @@ def main(argv: list[str] | None = None) -> int:
                      f"search.num_simulations={args.endgame_simulations}",
                      f"gating.simulations={args.endgame_simulations}", *common]  # fmt: skip
         stages = {"next_starts": (out / "endgames_next.epd").resolve(), "master_rate": args.master_rate,
-                  "master_kinds": tuple(kind.strip().upper() for kind in args.kinds.split(",") if kind.strip())} \
+                  "master_kinds": tuple(kind.name for kind in parse_kinds(args.kinds))} \
             if args.next_kinds else {}  # fmt: skip
         phases.append((Phase("endgame", overrides, load_openings(out / "endgames_eval.epd"), args.gen0_pairs,
                              args.eval_every, **rated, **stages), args.minutes))  # fmt: skip

@@ -67,6 +67,16 @@ generation 0, so each kind's mate rate is on the curve throughout.
 
     .venv/bin/python bench/learning.py --phase endgame --minutes 60 --next-kinds KBBK,KQKR,KBNK
 
+``--backward`` makes that next stage a backward curriculum over mate
+distance (:mod:`pipeline.selfplay.backward`): ``--next-train-positions``
+training starts walked back from random mates *without* Stockfish (each
+with its nominal distance, ``endgames_walked.json``; the held-out starts are
+labelled as before), self-play from those within each kind's cap
+(``--start-cap`` moves at first), and after each generation a kind's cap
+rises by ``--raise-step`` when its self-play games from the upper half of its
+range were mated at ``--raise-rate`` (``endgames_caps.json``; the curve's
+``caps`` and ``frontier_mates``).
+
 ``--bootstrap`` (seed 001's recipe before self-play): the standard phase
 starts from a net pretrained on Stockfish-labelled positions of random play
 (``zerochess label --random``, then ``zerochess pretrain``); the labelling and
@@ -101,7 +111,21 @@ from pipeline.evaluation.match import Opening, load_openings  # noqa: E402
 from pipeline.evaluation.measure import wilson_interval  # noqa: E402
 from pipeline.evaluation.settings import MatchSettings  # noqa: E402
 from pipeline.loop.ledger import Ledger  # noqa: E402
-from pipeline.selfplay.endgames import endgame_fens, parse_kinds, write_epd  # noqa: E402
+from pipeline.selfplay.backward import (  # noqa: E402
+    BackwardRule,
+    Walked,
+    frontier_mates,
+    load_caps,
+    load_walked,
+    raise_caps,
+    save_caps,
+    save_walked,
+    stage_fens,
+    started_games,
+    write_stage,
+)
+from pipeline.selfplay.endgames import endgame_fens, parse_kinds, walked_back_starts, write_epd  # noqa: E402
+from pipeline.selfplay.starts import load_start_positions  # noqa: E402
 
 MATE_PLIES = 100  # 50 moves of each side
 DEFENCE = "stockfish:depth=10"
@@ -127,6 +151,9 @@ class Phase:
     next_starts: Path | None = None  # endgame curriculum: the training starts once the first kinds are mastered
     master_kinds: tuple[str, ...] = ()  # ... namely these kinds (their held-out mate rates)
     master_rate: float = 0.9  # ... at this mate rate or more, each, at one evaluation point
+    backward: BackwardRule | None = None  # the next stage by mate distance (pipeline/selfplay/backward.py)
+    keep_first: float = 0.0  # ... with this share of the first kinds' training starts
+    next_kinds: tuple[str, ...] = ()  # ... the next stage's kinds (their caps, in this order)
 
 
 def match(players: list[str], openings: list[Opening], settings: MatchSettings, pgn: Path) -> dict[str, Any]:
@@ -182,14 +209,17 @@ def endgame_starts(args: argparse.Namespace, out: Path) -> None:
     training and held-out starts of ``--kinds``, and with ``--next-kinds`` the
     curriculum's next stage (its training starts, walked back from mates and
     labelled by a node-bounded Stockfish search, plus a share of the first
-    kinds' starts), whose held-out starts join the evaluation file."""
+    kinds' starts; with ``--backward``, unlabelled and capped by distance),
+    whose held-out starts join the evaluation file."""
     if (out / "endgames_eval.epd").exists():
         return
     train = endgame_fens(args.kinds, args.train_positions, seed=1, max_mate=args.max_mate)
     held_out = held_out_fens(args.kinds, args.eval_positions, args.max_mate, exclude=train)
     label = args.kinds.replace(",", "/")
     write_epd(out / "endgames_train.epd", train, label, header=f"{label}, made by bench/learning.py")
-    if args.next_kinds:
+    if args.next_kinds and getattr(args, "backward", False):
+        label = _backward_starts(args, out, train, held_out)
+    elif args.next_kinds:
         drawing = {"mate_nodes": args.mate_nodes, "walk_back": True}
         started = time.monotonic()
         later = endgame_fens(args.next_kinds, args.next_train_positions, seed=11, max_mate=args.next_max_mate,
@@ -204,6 +234,56 @@ def endgame_starts(args: argparse.Namespace, out: Path) -> None:
               flush=True)  # fmt: skip
         label = f"{label}/{args.next_kinds.replace(',', '/')}"
     write_epd(out / "endgames_eval.epd", held_out, f"held-out {label}", header=f"held-out {label}, made by bench/learning.py")
+
+
+def _backward_starts(args: argparse.Namespace, out: Path, train: list[str], held_out: list[str]) -> str:
+    """``--backward``: the next kinds' held-out starts (Stockfish-labelled, as
+    without it), then their training starts walked back without labels, each
+    with its nominal distance (``endgames_walked.json``), none held out; the
+    next stage's start file at the starting caps.  Returns the evaluation's label."""
+    started = time.monotonic()
+    held_out += held_out_fens(args.next_kinds, args.next_eval_positions, args.next_max_mate, exclude=[], seed=21,
+                              mate_nodes=args.mate_nodes, walk_back=True)  # fmt: skip
+    names = [kind.name for kind in parse_kinds(args.next_kinds)]
+    starts = [Walked(fen, endgame_kind(fen), distance) for fen, distance in
+              walked_back_starts(names, args.next_train_positions, seed=11, max_distance=args.next_max_mate,
+                                 exclude=held_out)]  # fmt: skip
+    save_walked(out / "endgames_walked.json", starts)
+    rule = backward_rule(args)
+    caps = load_caps(out / "endgames_caps.json", names, rule)
+    write_stage(out / "endgames_next.epd", stage_fens(starts, caps, train, args.keep_first), "backward " + _caps(caps))
+    print(f"[endgame] next stage's starts ({args.next_kinds}, walked back) in "
+          f"{(time.monotonic() - started) / 60:.1f} min", flush=True)  # fmt: skip
+    return f"{args.kinds.replace(',', '/')}/{args.next_kinds.replace(',', '/')}"
+
+
+def backward_rule(args: argparse.Namespace) -> BackwardRule:
+    return BackwardRule(start_cap=args.start_cap, step=args.raise_step, raise_rate=args.raise_rate,
+                        max_distance=args.next_max_mate)  # fmt: skip
+
+
+def _caps(caps: dict[str, int]) -> str:
+    return " ".join(f"{kind}<={cap}" for kind, cap in caps.items())
+
+
+def backward_step(phase: Phase, out: Path, generation: int) -> dict[str, Any]:
+    """After a next-stage generation with ``--backward``: its self-play games'
+    frontier mates, the caps raised by them (saved) and the start file rewritten
+    when they moved.  Returns the figures for the curve."""
+    folder = out.parent
+    starts = load_walked(folder / "endgames_walked.json")
+    caps = load_caps(folder / "endgames_caps.json", phase.next_kinds, phase.backward)  # type: ignore[arg-type]
+    games = started_games(sorted((out / "run" / "shards").glob(f"gen{generation:04d}-*.parquet")))
+    mates = frontier_mates(games, starts, caps)
+    raised = raise_caps(caps, mates, phase.backward)  # type: ignore[arg-type]
+    if raised != caps:
+        kept = load_start_positions(folder / "endgames_train.epd")
+        write_stage(phase.next_starts, stage_fens(starts, raised, kept, phase.keep_first),  # type: ignore[arg-type]
+                    "backward " + _caps(raised))  # fmt: skip
+        save_caps(folder / "endgames_caps.json", raised)
+        print(f"[endgame] generation {generation}: frontier mates "
+              f"{', '.join(f'{k} {m}/{n}' for k, (m, n) in mates.items())}: caps now {_caps(raised)}", flush=True)  # fmt: skip
+    return {"caps": caps, "frontier_mates": {kind: list(pair) for kind, pair in mates.items()}}
 
 
 def endgame_kind(fen: str) -> str:
@@ -304,6 +384,8 @@ def run_phase(phase: Phase, out: Path, minutes: float, max_generations: int, pre
                    "loss": {k: v for k, v in summary["train"].items() if k.startswith("loss/")}}  # fmt: skip
         if phase.next_starts is not None:
             pending["stage"] = "next" if moved else "first"
+        if moved and phase.backward is not None:
+            pending.update(backward_step(phase, out, generation))
         if generation % phase.eval_every == 0:
             _evaluate_entry(phase, config, out, pending, started, curve, preset)
             if not moved and mastered(phase, pending):
@@ -398,6 +480,8 @@ def line(entry: dict[str, Any]) -> str:
                 parts.append(f"converted {c['won']}/{c['ahead']}")
     if entry.get("moved_on"):
         parts.append("(first kinds mastered: next stage)")
+    if "caps" in entry:
+        parts.append("caps " + _caps(entry["caps"]))
     if "rating" in entry:
         r = entry["rating"]
         parts.append(f"rating {r['rating']:.0f} [{r['low']:.0f}, {r['high']:.0f}] ({r['games']} games)")
@@ -517,6 +601,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="the mate rate of each --kinds kind at one evaluation point that ends the first stage")
     parser.add_argument("--keep-first", type=float, default=0.2,
                         help="share of the next stage's training starts taken from the first kinds' (against forgetting)")
+    parser.add_argument("--backward", action="store_true",
+                        help="with --next-kinds: the next stage as a backward curriculum (pipeline/selfplay/backward.py): "
+                             "--next-train-positions unlabelled starts walked back from mates, self-play from those "
+                             "within each kind's cap of moves to mate, the cap raised as the frontier is mated")
+    parser.add_argument("--start-cap", type=int, default=2, help="with --backward: each next kind's first cap (moves to mate)")
+    parser.add_argument("--raise-step", type=int, default=2, help="with --backward: moves a cap rises by")
+    parser.add_argument("--raise-rate", type=float, default=0.7,
+                        help="with --backward: the share of a generation's frontier games (the upper half of the "
+                             "cap's distances) mated in self-play that raises the cap")
     parser.add_argument("--endgame-simulations", type=int, default=64, help="search.num_simulations in endgames")
     parser.add_argument("--endgame-temperature-plies", type=int, default=2,
                         help="search.temperature_plies in endgames (sampling by visits; then the most visited)")
@@ -546,6 +639,13 @@ def main(argv: list[str] | None = None) -> int:
         print(target / "learning-compare.png")
         return 0
 
+    if args.backward and not args.next_kinds:
+        raise SystemExit("--backward needs --next-kinds (the kinds of its walked-back starts)")
+    if args.backward:
+        try:
+            backward_rule(args)
+        except ValueError as error:
+            raise SystemExit(f"--start-cap/--raise-step/--raise-rate: {error}") from error
     if not 0 <= args.keep_first < 1 or not 0 < args.master_rate <= 1 or args.next_max_mate < 1:
         raise SystemExit(f"--keep-first must be in [0, 1), --master-rate in (0, 1], --next-max-mate >= 1; got "
                          f"{args.keep_first}, {args.master_rate}, {args.next_max_mate}")  # fmt: skip
@@ -567,7 +667,9 @@ def main(argv: list[str] | None = None) -> int:
                      f"search.num_simulations={args.endgame_simulations}",
                      f"gating.simulations={args.endgame_simulations}", *common]  # fmt: skip
         stages = {"next_starts": (out / "endgames_next.epd").resolve(), "master_rate": args.master_rate,
-                  "master_kinds": tuple(kind.name for kind in parse_kinds(args.kinds))} \
+                  "master_kinds": tuple(kind.name for kind in parse_kinds(args.kinds)), "keep_first": args.keep_first,
+                  "backward": backward_rule(args) if args.backward else None,
+                  "next_kinds": tuple(kind.name for kind in parse_kinds(args.next_kinds))} \
             if args.next_kinds else {}  # fmt: skip
         phases.append((Phase("endgame", overrides, load_openings(out / "endgames_eval.epd"), args.gen0_pairs,
                              args.eval_every, **rated, **stages), args.minutes))  # fmt: skip

@@ -5,6 +5,7 @@ its loop, ledger and evaluation are stood in for)."""
 from __future__ import annotations
 
 import argparse
+import json
 import importlib.util
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 
 from pipeline.evaluation.match import load_openings
 from pipeline.selfplay import load_start_positions
+from pipeline.selfplay.backward import fen_key
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -109,3 +111,45 @@ def test_self_play_moves_on_after_the_first_mastered_evaluation(learning: Any, t
     assert [bool(e.get("moved_on")) for e in curve] == [False, True, False, False]
     learning.run_phase(phase, tmp_path / "out", 60.0, 6, "cpu")
     assert played[5] == played[6] == "next.epd"
+
+
+def test_the_backward_stage_walks_back_unlabelled_and_raises_caps_on_mated_frontiers(
+        learning: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """``--backward``: held-out starts as before, training starts walked back
+    without labels (none held out), the start file within the first caps; a
+    generation whose frontier games were mated raises that kind's cap and
+    rewrites the file; one that was not leaves it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    real = learning.endgame_fens
+    monkeypatch.setattr(learning, "endgame_fens", lambda kinds, count, seed, **options: real(
+        kinds, count, seed, exclude=options.get("exclude", ())))  # fmt: skip
+    args = argparse.Namespace(kinds="KQK", train_positions=10, max_mate=6, eval_positions=2, next_kinds="KBBK,KBNK",
+                              next_train_positions=40, next_eval_positions=4, next_max_mate=5, mate_nodes=1000,
+                              keep_first=0.2, backward=True, start_cap=2, raise_step=2, raise_rate=0.7)  # fmt: skip
+    learning.endgame_starts(args, tmp_path)
+    walked = learning.load_walked(tmp_path / "endgames_walked.json")
+    assert len(walked) == 40 and {w.distance for w in walked} == {1, 2, 3, 4, 5}
+    held_out = {opening.fen for opening in load_openings(tmp_path / "endgames_eval.epd")}
+    assert len(held_out) == 6 and not held_out & {w.fen for w in walked}
+    distance = {fen_key(w.fen): w for w in walked}
+    stage = [distance.get(fen_key(fen)) for fen in load_start_positions(tmp_path / "endgames_next.epd")]
+    assert all(w.distance <= 2 for w in stage if w) and sum(w is None for w in stage) == 4  # a fifth: KQK
+
+    phase = learning.Phase("endgame", [], [], next_starts=tmp_path / "endgames_next.epd", keep_first=0.2,
+                           backward=learning.backward_rule(args), next_kinds=("KBBK", "KBNK"))  # fmt: skip
+    shards = tmp_path / "endgame" / "run" / "shards"
+    shards.mkdir(parents=True)
+    frontier = {kind: [w.fen for w in walked if w.kind == kind and w.distance == 2] for kind in ("KBBK", "KBNK")}
+    games = [(fen, "1-0") for fen in frontier["KBBK"]] * 4 + [(fen, "1/2-1/2") for fen in frontier["KBNK"]] * 4
+    pq.write_table(pa.table({"game_id": [f"g{i}" for i in range(len(games))], "ply": [0] * len(games),
+                             "fen": [fen for fen, _ in games], "result": [r for _, r in games]}),
+                   shards / "gen0005-task00000.parquet")  # fmt: skip
+    figures = learning.backward_step(phase, tmp_path / "endgame", 5)
+    assert figures["caps"] == {"KBBK": 2, "KBNK": 2}
+    assert figures["frontier_mates"] == {"KBBK": [16, 16], "KBNK": [0, 16]}
+    assert json.loads((tmp_path / "endgames_caps.json").read_text()) == {"KBBK": 4, "KBNK": 2}
+    stage = [distance.get(fen_key(fen)) for fen in load_start_positions(tmp_path / "endgames_next.epd")]
+    assert max(w.distance for w in stage if w and w.kind == "KBBK") == 4
+    assert max(w.distance for w in stage if w and w.kind == "KBNK") == 2

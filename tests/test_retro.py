@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from pipeline.config import ConfigError
 from pipeline.players.stockfish import DEBIAN_PATH
-from pipeline.selfplay.endgames import endgame_fens, parse_kind, random_endgame
+from pipeline.selfplay.endgames import endgame_fens, parse_kind, random_endgame, walked_back_starts
 from pipeline.selfplay.retro import random_mate, un_moves, walk_back
 
 needs_stockfish = pytest.mark.skipif(not os.access(DEBIAN_PATH, os.X_OK), reason="Debian's stockfish not installed")
@@ -97,6 +97,35 @@ def test_bad_walks_are_config_errors_naming_the_value() -> None:
         endgame_fens("KBNK", 2, seed=0, walk_back=True)
     with pytest.raises(ConfigError, match="mate_nodes must be >= 0, got -5"):
         endgame_fens("KBNK", 2, seed=0, max_mate=3, mate_nodes=-5)
+
+
+def test_unlabelled_walked_back_starts_fill_every_kind_and_distance() -> None:
+    starts = walked_back_starts("KBNK,KQKR", 12, seed=5, max_distance=3)
+    assert len({fen for fen, _ in starts}) == 12
+    cells: dict[tuple[str, int], int] = {}
+    for fen, distance in starts:
+        board = chess.Board(fen)
+        assert board.turn == chess.WHITE and board.is_valid() and not board.is_game_over()
+        kind = "KBNK" if board.pieces(chess.KNIGHT, chess.WHITE) else "KQKR"
+        assert material(board) == (["B", "K", "N", "k"] if kind == "KBNK" else ["K", "Q", "k", "r"])
+        cells[(kind, distance)] = cells.get((kind, distance), 0) + 1
+        if distance == 1:  # one un-move from a mate: the mate is there
+            assert any(_pushed(board, move).is_checkmate() for move in board.legal_moves), fen
+    assert cells == {(kind, d): 2 for kind in ("KBNK", "KQKR") for d in (1, 2, 3)}
+    assert walked_back_starts("KBNK,KQKR", 12, seed=5, max_distance=3) == starts  # seeded
+    others = walked_back_starts("KBNK,KQKR", 12, seed=5, max_distance=3, exclude=[fen for fen, _ in starts[:4]])
+    assert not {fen for fen, _ in others} & {fen for fen, _ in starts[:4]}
+
+
+def test_unlabelled_walks_name_their_bad_arguments() -> None:
+    with pytest.raises(ConfigError, match="count must be >= 1, got 0"):
+        walked_back_starts("KBNK", 0, seed=0, max_distance=3)
+    with pytest.raises(ConfigError, match="max_distance must be >= 1, got 0"):
+        walked_back_starts("KBNK", 2, seed=0, max_distance=0)
+    with pytest.raises(ConfigError, match="KPK.*pawns"):
+        walked_back_starts("KPK", 2, seed=0, max_distance=2)
+    with pytest.raises(ConfigError, match="found only"):
+        walked_back_starts("KQK", 50, seed=0, max_distance=1, max_attempts=3)
 
 
 @needs_stockfish

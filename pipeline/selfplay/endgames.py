@@ -39,6 +39,7 @@ __all__ = [
     "parse_kind",
     "parse_kinds",
     "random_endgame",
+    "walked_back_starts",
     "write_epd",
 ]
 
@@ -175,6 +176,58 @@ def endgame_fens(
             search = _Search(engine, mate_nodes, walk_back)
             return _generate(parsed, count, seed, max_mate, strong, set(exclude), limit, search)
     return _generate(parsed, count, seed, 0, strong, set(exclude), limit, None)
+
+
+def walked_back_starts(
+    kinds: str | Sequence[str],
+    count: int,
+    seed: int,
+    max_distance: int,
+    *,
+    exclude: Iterable[str] = (),
+    max_attempts: int = 0,
+) -> list[tuple[str, int]]:
+    """``count`` distinct starts walked back from random mates, without
+    Stockfish: ``(fen, d)`` pairs, ``d`` the *nominal* distance (the walk made
+    ``2d - 1`` un-moves, so the strong side, White, is to move), as many at
+    each ``d`` in ``1..max_distance`` and of each kind, seeded.
+
+    The nominal distance is no proof: the walk's moves need not be forced,
+    so the true mate may be nearer or further (at ``d = 1`` it is a mate in
+    one).  Thousands of starts take seconds, where Stockfish's labels take
+    seconds a start for KBNK: the curriculum's training starts, ordered by how
+    far back they were walked; the held-out starts stay Stockfish-labelled
+    (:func:`endgame_fens` with ``walk_back``).
+
+    Raises:
+        ConfigError: bad arguments, or not enough starts in ``max_attempts`` walks.
+    """
+    parsed = parse_kinds(kinds)
+    if count < 1:
+        raise ConfigError(f"walked-back count must be >= 1, got {count}")
+    if max_distance < 1:
+        raise ConfigError(f"walked-back max_distance must be >= 1, got {max_distance}")
+    rng = random.Random(seed)
+    seen = set(exclude)
+    cells = [(kind, d) for d in range(1, max_distance + 1) for kind in parsed]
+    share, extra = divmod(count, len(cells))
+    wanted = {cell: share + (index < extra) for index, cell in enumerate(cells)}
+    found: list[tuple[str, int]] = []
+    for _ in range(max_attempts or 50 * count):
+        open_cells = [cell for cell, left in wanted.items() if left]
+        if not open_cells:
+            break
+        kind, d = rng.choice(open_cells)
+        board = _walked_back(rng, kind, chess.WHITE, [d])
+        if board is None or board.fen() in seen:
+            continue
+        seen.add(board.fen())
+        wanted[(kind, d)] -= 1
+        found.append((board.fen(), d))
+    if len(found) < count:
+        names = ",".join(kind.name for kind in parsed)
+        raise ConfigError(f"found only {len(found)} of {count} walked-back {names} starts (max_distance {max_distance})")
+    return found
 
 
 @dataclass(frozen=True)

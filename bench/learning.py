@@ -75,7 +75,11 @@ labelled as before), self-play from those within each kind's cap
 (``--start-cap`` moves at first), and after each generation a kind's cap
 rises by ``--raise-step`` when its self-play games from the upper half of its
 range were mated at ``--raise-rate`` (``endgames_caps.json``; the curve's
-``caps`` and ``frontier_mates``).
+``caps`` and ``frontier_mates``).  The nominal distance is a poor guide (of 12
+KBNK starts walked back 3 plies, Stockfish saw a mate in 2 in one and none
+within 50,000 nodes in 8): ``--label-nodes K`` labels each start by a
+Stockfish mate search of ``K`` nodes instead, and the starts in which it
+sees no mate go to the last cap.
 
 ``--bootstrap`` (seed 001's recipe before self-play): the standard phase
 starts from a net pretrained on Stockfish-labelled positions of random play
@@ -124,7 +128,13 @@ from pipeline.selfplay.backward import (  # noqa: E402
     started_games,
     write_stage,
 )
-from pipeline.selfplay.endgames import endgame_fens, parse_kinds, walked_back_starts, write_epd  # noqa: E402
+from pipeline.selfplay.endgames import (  # noqa: E402
+    endgame_fens,
+    mate_labels,
+    parse_kinds,
+    walked_back_starts,
+    write_epd,
+)
 from pipeline.selfplay.starts import load_start_positions  # noqa: E402
 
 MATE_PLIES = 100  # 50 moves of each side
@@ -245,9 +255,15 @@ def _backward_starts(args: argparse.Namespace, out: Path, train: list[str], held
     held_out += held_out_fens(args.next_kinds, args.next_eval_positions, args.next_max_mate, exclude=[], seed=21,
                               mate_nodes=args.mate_nodes, walk_back=True)  # fmt: skip
     names = [kind.name for kind in parse_kinds(args.next_kinds)]
-    starts = [Walked(fen, endgame_kind(fen), distance) for fen, distance in
-              walked_back_starts(names, args.next_train_positions, seed=11, max_distance=args.next_max_mate,
-                                 exclude=held_out)]  # fmt: skip
+    walked = walked_back_starts(names, args.next_train_positions, seed=11, max_distance=args.next_max_mate,
+                                exclude=held_out)  # fmt: skip
+    distances = [distance for _, distance in walked]
+    if getattr(args, "label_nodes", 0):  # Stockfish's short mates; the ones it does not see go to the last cap
+        labels = mate_labels([fen for fen, _ in walked], args.next_max_mate, args.label_nodes)
+        distances = [min(label or args.next_max_mate, args.next_max_mate) for label in labels]
+        print(f"[endgame] walked-back starts labelled: {sum(map(bool, labels))} of {len(labels)} with a mate found "
+              f"within {args.label_nodes} nodes", flush=True)  # fmt: skip
+    starts = [Walked(fen, endgame_kind(fen), distance) for (fen, _), distance in zip(walked, distances)]
     save_walked(out / "endgames_walked.json", starts)
     rule = backward_rule(args)
     caps = load_caps(out / "endgames_caps.json", names, rule)
@@ -605,6 +621,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --next-kinds: the next stage as a backward curriculum (pipeline/selfplay/backward.py): "
                              "--next-train-positions unlabelled starts walked back from mates, self-play from those "
                              "within each kind's cap of moves to mate, the cap raised as the frontier is mated")
+    parser.add_argument("--label-nodes", type=int, default=0,
+                        help="with --backward: label the walked-back starts by Stockfish's mate search within this "
+                             "many nodes (the ones it sees no mate in go to the last cap); 0: their nominal distance")
     parser.add_argument("--start-cap", type=int, default=2, help="with --backward: each next kind's first cap (moves to mate)")
     parser.add_argument("--raise-step", type=int, default=2, help="with --backward: moves a cap rises by")
     parser.add_argument("--raise-rate", type=float, default=0.7,
@@ -639,6 +658,8 @@ def main(argv: list[str] | None = None) -> int:
         print(target / "learning-compare.png")
         return 0
 
+    if args.label_nodes < 0:
+        raise SystemExit(f"--label-nodes must be >= 0, got {args.label_nodes}")
     if args.backward and not args.next_kinds:
         raise SystemExit("--backward needs --next-kinds (the kinds of its walked-back starts)")
     if args.backward:

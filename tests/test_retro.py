@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from pipeline.config import ConfigError
 from pipeline.players.stockfish import DEBIAN_PATH
-from pipeline.selfplay.endgames import endgame_fens, parse_kind, random_endgame, walked_back_starts
+from pipeline.selfplay.endgames import endgame_fens, mate_labels, parse_kind, random_endgame, walked_back_starts
 from pipeline.selfplay.retro import random_mate, un_moves, walk_back
 
 needs_stockfish = pytest.mark.skipif(not os.access(DEBIAN_PATH, os.X_OK), reason="Debian's stockfish not installed")
@@ -161,3 +161,12 @@ def test_the_endgames_command_walks_back(tmp_path, capsys: pytest.CaptureFixture
     assert "--walk-back needs --max-mate" in capsys.readouterr().err
     assert main(["endgames", "--out", str(out), "--kinds", "KBNK", "--max-mate", "2", "--mate-nodes", "-1"]) == 2
     assert "--mate-nodes" in capsys.readouterr().err
+
+
+@needs_stockfish
+def test_mate_labels_see_the_short_mates_of_walked_back_starts() -> None:
+    starts = walked_back_starts("KQKR", 6, seed=2, max_distance=1)  # one un-move from a mate
+    assert mate_labels([fen for fen, _ in starts], max_mate=5, nodes=20_000) == [1] * 6
+    assert mate_labels(["8/8/8/8/8/2k5/8/2K5 w - - 0 1"], max_mate=5, nodes=1000) == [0]  # bare kings: none
+    with pytest.raises(ConfigError, match="got 0 and 1000"):
+        mate_labels(["8/8/8/8/8/2k5/8/2K5 w - - 0 1"], max_mate=0, nodes=1000)

@@ -36,6 +36,7 @@ __all__ = [
     "DEFAULT_KINDS",
     "EndgameKind",
     "endgame_fens",
+    "mate_labels",
     "parse_kind",
     "parse_kinds",
     "random_endgame",
@@ -228,6 +229,26 @@ def walked_back_starts(
         names = ",".join(kind.name for kind in parsed)
         raise ConfigError(f"found only {len(found)} of {count} walked-back {names} starts (max_distance {max_distance})")
     return found
+
+
+def mate_labels(fens: Sequence[str], max_mate: int, nodes: int, stockfish_path: str = "") -> list[int]:
+    """Moves to the side to move's forced mate in each position, as a
+    node-bounded Stockfish mate search sees it (``go mate max_mate nodes
+    nodes``: it stops at the first mate found, which may be longer than
+    ``max_mate`` when the node bound ends the search first); 0 where it sees none.  Cheap for short mates: the curriculum's distances for
+    :func:`walked_back_starts`, whose nominal distance is no proof.
+
+    Raises:
+        ConfigError: ``max_mate`` or ``nodes`` below 1, no Stockfish.
+    """
+    if max_mate < 1 or nodes < 1:
+        raise ConfigError(f"mate labels need max_mate >= 1 and nodes >= 1, got {max_mate} and {nodes}")
+    import chess.engine
+
+    with chess.engine.SimpleEngine.popen_uci(_stockfish(stockfish_path)) as engine:
+        engine.configure({"Threads": 1, "Hash": 16})
+        search = _Search(engine, nodes, True)
+        return [_mate_distance(search, chess.Board(fen), max_mate) for fen in fens]
 
 
 @dataclass(frozen=True)

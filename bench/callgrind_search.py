@@ -3,7 +3,8 @@
 Runs ``--searches`` PUCT searches of ``--simulations`` each (one NativeTree
 per position, all stepped together by ``run_native_searches`` on the calling
 thread) with the ``search`` section of ``params.yaml``, ``--solver on|off``
-and ``--threats on|off`` (``search.solver_threats``, off by default).
+``--threats on|off`` (``search.solver_threats``, off by default) and
+``--twofold on|off`` (``search.twofold_draw``, off by default).
 The evaluator is ``HashEvaluator`` (logits and values hashed from the input
 planes: no network, no torch), so the same build gives the same instruction
 count run after run (see shared/docs/field-notes.md).  The positions are 8
@@ -80,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--solver", choices=("on", "off"), default="on")
     parser.add_argument("--threats", choices=("on", "off"), default="off", help="search.solver_threats")
+    parser.add_argument("--twofold", choices=("on", "off"), default="off",
+                        help="search.twofold_draw (a build without it: leave off)")
     parser.add_argument("--searches", type=int, default=16)
     parser.add_argument("--simulations", type=int, default=2000)
     args = parser.parse_args(argv)
@@ -89,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         num_simulations=args.simulations,
         solver=args.solver == "on",
         solver_threats=args.threats == "on",
+        **({"twofold_draw": True} if args.twofold == "on" else {}),
         backend="native",
         algorithm="puct",
     )
@@ -112,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
             proven += int(np.count_nonzero(~np.isnan(result.proof)))
     print(
         f"{len(trees)} searches x {args.simulations} simulations, solver {args.solver}, "
-        f"threats {args.threats}: "
+        f"threats {args.threats}, twofold {args.twofold}: "
         f"{evaluator.positions} leaves in {calls} evaluator calls, {proven} proven root moves"
     )
     print(f"digest {digest.hexdigest()[:16]}")

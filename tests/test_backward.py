@@ -124,3 +124,10 @@ def test_started_games_take_each_games_first_recorded_position(tmp_path: Path) -
     pq.write_table(pa.table({"game_id": ["a"]}), tmp_path / "narrow.parquet")
     with pytest.raises(ConfigError, match="narrow.parquet"):
         started_games([tmp_path / "narrow.parquet"])
+
+
+def test_each_distance_is_played_as_often_as_the_most_common_one() -> None:
+    ones = [Walked(_on_first_rank("Q", file), "KQK", 1) for file in range(1, 6)]
+    two = [Walked(_on_first_rank("Q", 6), "KQK", 2)]
+    fens = stage_fens(ones + two, {"KQK": 2})
+    assert len(fens) == 10 and fens.count(two[0].fen) == 5  # half the games from the frontier, not a sixth

@@ -14,7 +14,13 @@ from hypothesis import strategies as st
 
 from pipeline.config import ConfigError
 from pipeline.players.stockfish import DEBIAN_PATH
-from pipeline.selfplay.endgames import endgame_fens, mate_labels, parse_kind, random_endgame, walked_back_starts
+from pipeline.selfplay.endgames import (
+    endgame_fens,
+    mate_labels,
+    parse_kind,
+    random_endgame,
+    walked_back_starts,
+)
 from pipeline.selfplay.retro import random_mate, un_moves, walk_back
 
 needs_stockfish = pytest.mark.skipif(not os.access(DEBIAN_PATH, os.X_OK), reason="Debian's stockfish not installed")

@@ -12,8 +12,11 @@ began in the upper half of a kind's range (distance above ``cap // 2``) are
 counted; when the strong side mated in ``raise_rate`` of them (and there were
 ``min_games``), the cap rises by ``step``, up to ``max_distance``.
 
-The kinds are balanced in the start file (each kind's starts repeated to the
-longest kind's count), so a kind whose cap lags is not also played less.  The
+The start file balances the distances within a kind (each distance's starts
+repeated to the most numerous one's count: mates in one are common among
+walked-back starts and would crowd out the frontier) and the kinds (each
+kind's list repeated to the longest kind's), so a kind whose cap lags is not
+also played less.  The
 caps are state: :func:`load_caps` / :func:`save_caps` keep them in a JSON
 file (atomic writes), so a rerun goes on from the caps it reached.
 """
@@ -122,11 +125,13 @@ def save_caps(path: str | Path, caps: Mapping[str, int]) -> None:
 def stage_fens(starts: Sequence[Walked], caps: Mapping[str, int], kept: Sequence[str] = (),
                keep_share: float = 0.0) -> list[str]:  # fmt: skip
     """The self-play starts for ``caps``: each kind's starts within its cap,
-    repeated to the same count for every kind, plus ``kept`` (cycled) as a
-    ``keep_share`` of the whole (starts of kinds learnt earlier)."""
+    every distance equally often, repeated to the same count for every kind,
+    plus ``kept`` (cycled) as a ``keep_share`` of the whole (starts of kinds
+    learnt earlier)."""
     if not 0.0 <= keep_share < 1.0:
         raise ConfigError(f"keep_share must be in [0, 1), got {keep_share}")
-    by_kind = {kind: [s.fen for s in starts if s.kind == kind and s.distance <= cap] for kind, cap in caps.items()}
+    by_kind = {kind: _by_distance([s for s in starts if s.kind == kind and s.distance <= cap])
+               for kind, cap in caps.items()}  # fmt: skip
     empty = sorted(kind for kind, fens in by_kind.items() if not fens)
     if empty:
         raise ConfigError(f"no walked-back starts within the cap for {', '.join(empty)} (caps {dict(caps)})")
@@ -136,6 +141,17 @@ def stage_fens(starts: Sequence[Walked], caps: Mapping[str, int], kept: Sequence
         copies = max(1, round(keep_share / (1.0 - keep_share) * len(fens)))
         fens += [kept[i % len(kept)] for i in range(copies)]
     return fens
+
+
+def _by_distance(starts: Sequence[Walked]) -> list[str]:
+    """One kind's starts with every distance equally often (each distance's
+    starts cycled to the largest distance's count): the mates in one, which
+    are many, do not crowd out the frontier."""
+    groups: dict[int, list[str]] = {}
+    for start in starts:
+        groups.setdefault(start.distance, []).append(start.fen)
+    most = max((len(fens) for fens in groups.values()), default=0)
+    return [fens[i % len(fens)] for _, fens in sorted(groups.items()) for i in range(most)]
 
 
 def write_stage(path: str | Path, fens: Sequence[str], label: str) -> None:

@@ -280,6 +280,30 @@ def test_time_limits_end_the_search(session: Session) -> None:
     assert time.monotonic() - started < WAIT_S
 
 
+class LingeringTranscript(Transcript):
+    """A stream whose writer stays a while after writing ``bestmove``, as a
+    search thread may before it returns."""
+
+    def write(self, text: str) -> int:
+        written = super().write(text)
+        if text.startswith("bestmove"):
+            time.sleep(0.3)
+        return written
+
+
+def test_a_go_sent_the_moment_bestmove_is_read_is_obeyed(session: Session) -> None:
+    """A GUI answers ``bestmove`` with its next ``go`` at once; the finished
+    search thread may not have returned yet, and the go must not be ignored."""
+    session.out = LingeringTranscript()
+    session.engine.writer = UciWriter(session.out)
+    best, _ = session.go("position startpos", "go nodes 16")
+    assert best in chess.Board().legal_moves
+    mark = session.send("go nodes 16")  # while the first thread still sleeps in its write
+    best_again = session.out.wait_for("bestmove", mark).split()[1]
+    assert chess.Move.from_uci(best_again) in chess.Board().legal_moves
+    assert not [line for line in session.out.since(mark) if "ignored" in line]
+
+
 def test_depth_limit_ends_the_search(session: Session) -> None:
     _, output = session.go("position startpos", "go depth 3")
     assert int(final_infos(output)[0]["depth"]) >= 3

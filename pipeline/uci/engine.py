@@ -47,6 +47,8 @@ PROGRESS_INTERVAL_S = 1.0
 """Seconds between ``info`` lines during a search."""
 QUIT_JOIN_TIMEOUT_S = 30.0
 """How long ``quit`` waits for a running search to write its ``bestmove``."""
+ANSWERED_JOIN_TIMEOUT_S = 5.0
+"""How long a ``go`` waits for the previous search's thread, whose ``bestmove`` is out, to return."""
 
 
 def engine_version() -> str:
@@ -92,6 +94,7 @@ class _SearchJob:
     go: GoCommand
     board: chess.Board
     release: threading.Event = field(default_factory=threading.Event)
+    answered: threading.Event = field(default_factory=threading.Event)  # set just before ``bestmove``
     waits_for_release: bool = False
     thread: threading.Thread | None = None
 
@@ -263,6 +266,10 @@ class UciEngine:
         self._position_error = None
 
     def _go(self, arguments: list[str]) -> None:
+        previous = self._job
+        if previous is not None and previous.thread is not None and previous.answered.is_set():
+            # its bestmove is out (a GUI answers it with the next go at once): let the thread return
+            previous.thread.join(ANSWERED_JOIN_TIMEOUT_S)
         if self.searching:
             raise UciCommandError("a search is running: send 'stop' first")
         go, warnings = parse_go(arguments)
@@ -352,11 +359,13 @@ class UciEngine:
         if job.waits_for_release:
             job.release.wait()
         if best is None:
-            self.writer.send("bestmove (none)")
+            line = "bestmove (none)"
         elif ponder is not None:
-            self.writer.send(f"bestmove {best.uci()} ponder {ponder.uci()}")
+            line = f"bestmove {best.uci()} ponder {ponder.uci()}"
         else:
-            self.writer.send(f"bestmove {best.uci()}")
+            line = f"bestmove {best.uci()}"
+        job.answered.set()  # before the line: a GUI may send its next go the moment it reads it
+        self.writer.send(line)
 
     def _send_info(self, report: SearchReport) -> None:
         for line in info_lines(report, int(self.values["multipv"])):

@@ -126,7 +126,6 @@ from pipeline.selfplay.backward import (  # noqa: E402
     save_walked,
     stage_fens,
     started_games,
-    write_stage,
 )
 from pipeline.selfplay.endgames import (  # noqa: E402
     endgame_fens,
@@ -267,7 +266,7 @@ def _backward_starts(args: argparse.Namespace, out: Path, train: list[str], held
     save_walked(out / "endgames_walked.json", starts)
     rule = backward_rule(args)
     caps = load_caps(out / "endgames_caps.json", names, rule)
-    write_stage(out / "endgames_next.epd", stage_fens(starts, caps, train, args.keep_first), "backward " + _caps(caps))
+    write_epd(out / "endgames_next.epd", stage_fens(starts, caps, train, args.keep_first), "backward " + _caps(caps))
     print(f"[endgame] next stage's starts ({args.next_kinds}, walked back) in "
           f"{(time.monotonic() - started) / 60:.1f} min", flush=True)  # fmt: skip
     return f"{args.kinds.replace(',', '/')}/{args.next_kinds.replace(',', '/')}"
@@ -294,8 +293,8 @@ def backward_step(phase: Phase, out: Path, generation: int) -> dict[str, Any]:
     raised = raise_caps(caps, mates, phase.backward)  # type: ignore[arg-type]
     if raised != caps:
         kept = load_start_positions(folder / "endgames_train.epd")
-        write_stage(phase.next_starts, stage_fens(starts, raised, kept, phase.keep_first),  # type: ignore[arg-type]
-                    "backward " + _caps(raised))  # fmt: skip
+        write_epd(phase.next_starts, stage_fens(starts, raised, kept, phase.keep_first),  # type: ignore[arg-type]
+                  "backward " + _caps(raised))  # fmt: skip
         save_caps(folder / "endgames_caps.json", raised)
         print(f"[endgame] generation {generation}: frontier mates "
               f"{', '.join(f'{k} {m}/{n}' for k, (m, n) in mates.items())}: caps now {_caps(raised)}", flush=True)  # fmt: skip

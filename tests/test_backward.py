@@ -24,9 +24,8 @@ from pipeline.selfplay.backward import (
     save_walked,
     stage_fens,
     started_games,
-    write_stage,
 )
-from pipeline.selfplay.endgames import walked_back_starts
+from pipeline.selfplay.endgames import walked_back_starts, write_epd
 
 
 def walked(kinds: str = "KBNK,KQKR", count: int = 24, max_distance: int = 6) -> list[Walked]:
@@ -112,7 +111,7 @@ def test_state_round_trips_and_bad_files_name_themselves(tmp_path: Path) -> None
 def test_the_stage_file_is_a_start_file(tmp_path: Path) -> None:
     starts = walked(count=8, max_distance=2)
     fens = stage_fens(starts, {"KBNK": 2, "KQKR": 1})
-    write_stage(tmp_path / "stage.epd", fens, "backward")
+    write_epd(tmp_path / "stage.epd", fens, "backward")
     assert [fen_key(fen) for fen in load_start_positions(tmp_path / "stage.epd")] == [fen_key(fen) for fen in fens]
 
 

@@ -46,7 +46,6 @@ __all__ = [
     "save_walked",
     "stage_fens",
     "started_games",
-    "write_stage",
 ]
 
 
@@ -152,15 +151,6 @@ def _by_distance(starts: Sequence[Walked]) -> list[str]:
         groups.setdefault(start.distance, []).append(start.fen)
     most = max((len(fens) for fens in groups.values()), default=0)
     return [fens[i % len(fens)] for _, fens in sorted(groups.items()) for i in range(most)]
-
-
-def write_stage(path: str | Path, fens: Sequence[str], label: str) -> None:
-    """The stage's start file (EPD, ``selfplay.start_positions``), written atomically:
-    self-play reads it at each generation's start."""
-    lines = [f"# {label}, made by pipeline/selfplay/backward.py"]
-    lines += [f'{fen_key(fen)} id "{label} {i + 1}";' for i, fen in enumerate(fens)]
-    with atomic_write(path) as handle:
-        handle.write(("\n".join(lines) + "\n").encode())
 
 
 def frontier_mates(games: Iterable[tuple[str, str]], starts: Sequence[Walked],

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import chess
 
+from pipeline.atomic import atomic_write
 from pipeline.config_errors import ConfigError
 from pipeline.selfplay.retro import bishops_on_both_colours, walk_back
 
@@ -363,9 +364,10 @@ def _stockfish(configured: str) -> str:
 
 
 def write_epd(path: str | Path, fens: Sequence[str], label: str, header: str = "") -> None:
-    """Write ``fens`` as an EPD file (``id "LABEL N"``), with ``# header`` lines
+    """Write ``fens`` as an EPD file (``id "LABEL N"``; atomically), with ``# header`` lines
     (e.g. the command that made it), readable by ``selfplay.start_positions``
     and ``gating.openings``."""
     lines = [f"# {line}" for line in (header or f"{label}, made by pipeline/selfplay/endgames.py").splitlines()]
     lines += [f'{" ".join(fen.split()[:4])} id "{label} {i + 1}";' for i, fen in enumerate(fens)]
-    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with atomic_write(path) as handle:  # self-play may read it between generations: never a torn file
+        handle.write(("\n".join(lines) + "\n").encode("utf-8"))

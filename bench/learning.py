@@ -81,10 +81,15 @@ within 50,000 nodes in 8): ``--label-nodes K`` labels each start by a
 Stockfish mate search of ``K`` nodes instead, and the starts in which it
 sees no mate go to the last cap.
 
-``--bootstrap`` (seed 001's recipe before self-play): the standard phase
-starts from a net pretrained on Stockfish-labelled positions of random play
-(``zerochess label --random``, then ``zerochess pretrain``); the labelling and
-pretraining count in the phase's time budget, and generation 0 is that net.
+``--bootstrap`` (seed 001's recipe before self-play): each phase starts
+from a net pretrained on Stockfish-labelled positions (``zerochess label``,
+then ``zerochess pretrain``): the standard phase's are reached by random
+play (``--random``); the endgame phase's are starts of its hardest kinds
+walked back from random mates (none held out), one random reply from each
+(the weak side to move) and the first kinds' training starts
+(``--positions``; :func:`endgame_bootstrap_positions`).  The drawing,
+labelling and pretraining count in the phase's time budget, and generation 0
+is that net.
 
 Results: ``OUT/<phase>/curve.json`` and ``OUT/<phase>/curve.png`` (``--plot-dir``
 copies the plots, e.g. into ``docs/`` for the README).
@@ -131,6 +136,7 @@ from pipeline.selfplay.endgames import (  # noqa: E402
     endgame_fens,
     mate_labels,
     parse_kinds,
+    random_replies,
     walked_back_starts,
     write_epd,
 )
@@ -344,22 +350,44 @@ def zerochess(*arguments: str) -> None:
     subprocess.run(command, cwd=ROOT, check=True)
 
 
-def bootstrap_net(out: Path, positions: int, depth: int, steps: int, preset: str, overrides: list[str]) -> Path:
-    """Seed 001's supervised start before self-play: ``positions`` positions
-    reached by random play, labelled by Stockfish at ``depth`` (``zerochess label``), and
-    ``steps`` steps of ``zerochess pretrain`` on them.  Returns the net (a
-    rerun reuses what is already done)."""
+def bootstrap_net(out: Path, source: list[str], depth: int, steps: int, preset: str, overrides: list[str]) -> Path:
+    """Seed 001's supervised start before self-play: the positions of
+    ``source`` (``zerochess label``'s ``--random N`` or ``--positions FILE``)
+    labelled by Stockfish at ``depth``, and ``steps`` steps of ``zerochess
+    pretrain`` on them.  Returns the net (a rerun reuses what is already done)."""
     net = out / "pretrain" / "net.pt"
     if net.exists():
         return net
     labels = out / "label"
     sets = [item for override in overrides for item in ("--set", override)]
     if not (labels / "label.json").exists():
-        zerochess("label", "--random", str(positions), "--depth", str(depth), "--out", str(labels), "--overwrite",
+        zerochess("label", *source, "--depth", str(depth), "--out", str(labels), "--overwrite",
                   "--preset", preset, *sets)  # fmt: skip
     zerochess("pretrain", "--data", str(labels), "--out", str(out / "pretrain"), "--preset", preset, *sets,
               "--set", f"train.max_steps={steps}", "--no-progress")  # fmt: skip
     return net
+
+
+def endgame_bootstrap_positions(args: argparse.Namespace, out: Path, folder: Path) -> Path:
+    """The endgame phase's positions for a supervised start (once): starts of
+    the hardest kinds (``--next-kinds``, else ``--kinds``) walked back from
+    random mates, none of them held out, half of ``--bootstrap-positions``;
+    one random reply from each (the weak side to move, some of them with a
+    piece just left en prise); and the first kinds' training starts."""
+    path = folder / "positions.epd"
+    if path.exists():
+        return path
+    held_out = load_start_positions(out / "endgames_eval.epd")
+    first = load_start_positions(out / "endgames_train.epd")
+    kinds = [kind.name for kind in parse_kinds(args.next_kinds or args.kinds)]
+    maximum = args.next_max_mate if args.next_kinds else max(args.max_mate, 1)
+    walked = [fen for fen, _ in walked_back_starts(kinds, max(args.bootstrap_positions // 2, 1), seed=31,
+                                                   max_distance=maximum, exclude=[*held_out, *first])]  # fmt: skip
+    replies = random_replies(walked + first, seed=32, exclude=held_out)
+    fens = walked + replies + first
+    write_epd(path, fens, "bootstrap", header=f"supervised start of the endgame phase ({','.join(kinds)}), "
+                                             "made by bench/learning.py")  # fmt: skip
+    return path
 
 
 def run_phase(phase: Phase, out: Path, minutes: float, max_generations: int, preset: str,
@@ -586,11 +614,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="runs/learning", help="results folder (rerun to continue)")
     parser.add_argument("--phase", choices=["endgame", "standard", "both"], default="both")
     parser.add_argument("--bootstrap", action="store_true",
-                        help="standard phase from a supervised start (Stockfish labels + pretrain) instead of a "
-                             "random net, within the same time budget; results in OUT/bootstrap")
+                        help="each phase from a supervised start (Stockfish labels + pretrain) instead of a "
+                             "random net, within the same time budget; results in OUT/bootstrap (standard) and "
+                             "OUT/endgame-bootstrap")
     parser.add_argument("--bootstrap-positions", type=int, default=5000,
-                        help="random-play positions Stockfish labels for the supervised start (4-5 a second "
-                             "at depth 8 on a busy 2-core machine)")
+                        help="positions Stockfish labels for the supervised start: random play's (standard; "
+                             "4-5 a second at depth 8 on a busy 2-core machine), or twice half as many walked-back "
+                             "endgame starts and replies plus the first kinds' training starts (endgame)")
     parser.add_argument("--bootstrap-depth", type=int, default=6, help="Stockfish depth of those labels")
     parser.add_argument("--bootstrap-steps", type=int, default=2000, help="pretraining steps on them")
     parser.add_argument("--minutes", type=float, default=45.0, help="time budget of the endgame phase")
@@ -699,10 +729,13 @@ def main(argv: list[str] | None = None) -> int:
     for phase, minutes in phases:
         folder = out / phase.name
         init_net, spent = None, 0.0
-        if args.bootstrap and phase.name == "standard":
-            folder = out / "bootstrap"
+        if args.bootstrap:
+            folder = out / ("bootstrap" if phase.name == "standard" else "endgame-bootstrap")
+            folder.mkdir(parents=True, exist_ok=True)
             begun = time.monotonic()
-            init_net = bootstrap_net(folder, args.bootstrap_positions, args.bootstrap_depth, args.bootstrap_steps,
+            source = ["--random", str(args.bootstrap_positions)] if phase.name == "standard" else \
+                ["--positions", str(endgame_bootstrap_positions(args, out, folder))]  # fmt: skip
+            init_net = bootstrap_net(folder, source, args.bootstrap_depth, args.bootstrap_steps,
                                      args.preset, args.set)  # fmt: skip
             spent = (time.monotonic() - begun) / 60
             print(f"[bootstrap] supervised start {init_net} in {spent:.1f} min", flush=True)

@@ -153,3 +153,34 @@ def test_the_backward_stage_walks_back_unlabelled_and_raises_caps_on_mated_front
     stage = [distance.get(fen_key(fen)) for fen in load_start_positions(tmp_path / "endgames_next.epd")]
     assert max(w.distance for w in stage if w and w.kind == "KBBK") == 4
     assert max(w.distance for w in stage if w and w.kind == "KBNK") == 2
+
+
+def test_the_endgame_supervised_start_labels_no_held_out_start(learning: Any, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """``--bootstrap`` in the endgame phase: the positions labelled are the
+    next kinds' walked-back starts (strong side to move), a reply to each
+    (weak side to move) and the first kinds' training starts; none is a
+    held-out start, and a rerun keeps the file."""
+    real = learning.endgame_fens
+    monkeypatch.setattr(learning, "endgame_fens", lambda kinds, count, seed, **options: real(
+        kinds, count, seed, exclude=options.get("exclude", ())))  # fmt: skip
+    args = argparse.Namespace(kinds="KQK", train_positions=10, max_mate=6, eval_positions=2, next_kinds="KBBK,KBNK",
+                              next_train_positions=4, next_eval_positions=4, next_max_mate=5, mate_nodes=1000,
+                              keep_first=0.2, bootstrap_positions=40)  # fmt: skip
+    learning.endgame_starts(args, tmp_path)
+    folder = tmp_path / "endgame-bootstrap"
+    folder.mkdir()
+    path = learning.endgame_bootstrap_positions(args, tmp_path, folder)
+    fens = load_start_positions(path)
+    boards = [chess.Board(fen) for fen in fens]
+    first = load_start_positions(tmp_path / "endgames_train.epd")
+    assert fens[-10:] == first
+    white = [board for board in boards[:-10] if board.turn == chess.WHITE]
+    black = [board for board in boards[:-10] if board.turn == chess.BLACK]
+    assert len(white) == 20 and 25 <= len(black) <= 30  # a few replies end the game
+    assert all(board.pieces_mask(chess.BISHOP, chess.WHITE) for board in white)  # KBBK and KBNK
+    held_out = {fen_key(opening.fen) for opening in load_openings(tmp_path / "endgames_eval.epd")}
+    assert not held_out & {fen_key(fen) for fen in fens}
+    stamp = path.stat().st_mtime_ns
+    assert learning.endgame_bootstrap_positions(args, tmp_path, folder) == path
+    assert path.stat().st_mtime_ns == stamp

@@ -19,6 +19,7 @@ from pipeline.selfplay.endgames import (
     mate_labels,
     parse_kind,
     random_endgame,
+    random_replies,
     walked_back_starts,
 )
 from pipeline.selfplay.retro import random_mate, un_moves, walk_back
@@ -176,3 +177,16 @@ def test_mate_labels_see_the_short_mates_of_walked_back_starts() -> None:
     assert mate_labels(["8/8/8/8/8/2k5/8/2K5 w - - 0 1"], max_mate=5, nodes=1000) == [0]  # bare kings: none
     with pytest.raises(ConfigError, match="got 0 and 1000"):
         mate_labels(["8/8/8/8/8/2k5/8/2K5 w - - 0 1"], max_mate=0, nodes=1000)
+
+
+def test_random_replies_hand_the_move_to_the_other_side_and_skip_finished_games() -> None:
+    starts = [fen for fen, _ in walked_back_starts(["KBNK", "KQKR"], 20, seed=4, max_distance=3)]
+    mated = "7k/6Q1/6K1/8/8/8/8/8 b - - 0 1"
+    replies = random_replies([*starts, mated], seed=9, exclude=starts[:1])
+    assert 10 <= len(replies) <= 20 and len(set(replies)) == len(replies)
+    assert replies == random_replies([*starts, mated], seed=9, exclude=starts[:1])  # seeded
+    for fen in replies:
+        board = chess.Board(fen)
+        assert board.turn == chess.BLACK and board.is_valid() and not board.is_game_over()
+    with pytest.raises(ConfigError, match="not-a-fen"):
+        random_replies(["not-a-fen"], seed=0)

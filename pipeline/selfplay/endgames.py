@@ -41,6 +41,7 @@ __all__ = [
     "parse_kind",
     "parse_kinds",
     "random_endgame",
+    "random_replies",
     "walked_back_starts",
     "write_epd",
 ]
@@ -230,6 +231,38 @@ def walked_back_starts(
         names = ",".join(kind.name for kind in parsed)
         raise ConfigError(f"found only {len(found)} of {count} walked-back {names} starts (max_distance {max_distance})")
     return found
+
+
+def random_replies(fens: Sequence[str], seed: int, exclude: Iterable[str] = ()) -> list[str]:
+    """The position after one uniformly random legal move from each of
+    ``fens`` (seeded), so that the other side is to move; a move that ends the
+    game (mate, stalemate, a capture down to bare kings) and positions already
+    over give none, and a repeated result or one in ``exclude`` is dropped.
+    With the strong side to move in ``fens``, the replies are the weak side's
+    positions a value head must also score, including those where the strong
+    side has just left a piece en prise.
+
+    Raises:
+        ConfigError: an invalid FEN (named).
+    """
+    rng = random.Random(seed)
+    seen = {" ".join(fen.split()[:4]) for fen in exclude}
+    replies: list[str] = []
+    for fen in fens:
+        try:
+            board = chess.Board(fen)
+        except ValueError as error:
+            raise ConfigError(f"random replies: invalid FEN {fen!r}: {error}") from error
+        moves = list(board.legal_moves)
+        if not moves or board.is_game_over():
+            continue
+        board.push(rng.choice(moves))
+        key = " ".join(board.fen().split()[:4])
+        if board.is_game_over() or key in seen:
+            continue
+        seen.add(key)
+        replies.append(board.fen())
+    return replies
 
 
 def mate_labels(fens: Sequence[str], max_mate: int, nodes: int, stockfish_path: str = "") -> list[int]:

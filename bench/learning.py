@@ -408,7 +408,7 @@ def run_phase(phase: Phase, out: Path, minutes: float, max_generations: int, pre
     generation = max((entry["generation"] for entry in curve), default=0)
     pending: dict[str, Any] | None = None  # the newest generation, when not evaluated yet
     while True:
-        _baseline(phase, config, out, curve)
+        _baseline(phase, config, out, curve, spent_before)
         spent = (time.monotonic() - started) / 60
         if generation >= max_generations or spent + last > minutes:
             print(f"[{phase.name}] stopping after generation {generation} ({spent:.1f} of {minutes:.0f} min)", flush=True)
@@ -470,8 +470,9 @@ def _evaluate_entry(phase: Phase, config: Config, out: Path, entry: dict[str, An
     print(f"[{phase.name}] {line(entry)}", flush=True)
 
 
-def _baseline(phase: Phase, config: Config, out: Path, curve: list[dict[str, Any]]) -> None:
-    """Generation 0's figures (the random network), once its net exists."""
+def _baseline(phase: Phase, config: Config, out: Path, curve: list[dict[str, Any]], minutes: float) -> None:
+    """Generation 0's figures (the random network, or the supervised start
+    made in ``minutes``), once its net exists."""
     ledger_path = out / "run" / "ledger.jsonl"
     if any(entry["generation"] == 0 for entry in curve) or not ledger_path.exists():
         return
@@ -479,7 +480,7 @@ def _baseline(phase: Phase, config: Config, out: Path, curve: list[dict[str, Any
     if init is None:
         return
     figures = evaluate(phase, config, init["net"], init["net"], out / "eval0000")
-    entry = {"generation": 0, "minutes": 0.0, "loss": {}, **figures}
+    entry = {"generation": 0, "minutes": round(minutes, 2), "loss": {}, **figures}
     curve.insert(0, entry)
     print(f"[{phase.name}] {line(entry)}", flush=True)
 

@@ -25,6 +25,7 @@ from pipeline.shards.decode import (
     policy_sizes,
     take_list_items,
 )
+from pipeline.training.known_endings import rescore_known_endings
 from pipeline.training.targets import (
     MOVES_LEFT_COLUMNS,
     Q_COLUMNS,
@@ -53,6 +54,7 @@ class BatchSpec(Protocol):
     q_ratio: float
     value_head: str
     moves_left: bool
+    known_endings: bool
 
 
 class CompactBatch(NamedTuple):
@@ -146,7 +148,8 @@ def expand_torch(compact: CompactBatch) -> tuple[torch.Tensor, torch.Tensor]:
 def stream_columns(spec: BatchSpec) -> tuple[str, ...]:
     """The shard columns the stream's batches need."""
     extra = () if spec.value_target == "z" else Q_COLUMNS
-    return (*BASE_COLUMNS, *extra, *(MOVES_LEFT_COLUMNS if spec.moves_left else ()))
+    known = ("fen",) if spec.known_endings else ()
+    return (*BASE_COLUMNS, *extra, *(MOVES_LEFT_COLUMNS if spec.moves_left else ()), *known)
 
 
 @dataclass(frozen=True)
@@ -176,6 +179,8 @@ class GroupArrays:
         if not np.array_equal(offsets, prob_offsets):
             raise ShardTableError("policy_prob", "list lengths differ from policy_index")
         z = table.column("z").to_numpy().astype(np.float32)
+        if spec.known_endings:
+            z = rescore_known_endings(table.column("fen").to_pylist(), z)
         targets = wdl_targets if spec.value_head == "wdl" else value_targets
         return cls(
             decode_history(table),

@@ -51,6 +51,11 @@ class TrainConfig:
             ``(1 - q_ratio) * z + q_ratio * q`` (lc0's q-ratio; KataGo trains
             on both).  Rows with no q (PGN games) keep z.
         q_ratio: the weight of q in a ``mix`` target, in [0, 1].
+        known_endings: rescore the z of positions whose result is known from
+            their material (queen, rook, two bishops on opposite colours,
+            bishop and knight against a bare king, no piece to be taken):
+            a win for the strong side (:mod:`pipeline.training.known_endings`;
+            a stand-in for lc0's tablebase rescoring); before the q mix.
         weight_average_decay: d > 0 exports the moving average of the
             weights, ``avg <- d * avg + (1 - d) * weights`` after every step
             (batch-norm statistics included), instead of the last weights:
@@ -109,6 +114,7 @@ class TrainConfig:
     moves_left_weight: float = 1.0
     value_target: str = "z"
     q_ratio: float = 0.5
+    known_endings: bool = False
     soft_policy_weight: float = 0.0
     weight_average_decay: float = 0.0
     window_positions: int = 500_000

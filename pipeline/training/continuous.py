@@ -199,7 +199,8 @@ class ContinuousTrainer:
             net = self.config.net
             spec = StreamSpec(window.pieces, train.batch_size, train.shuffle_buffer,
                               train.seed + self.step, 0, net.policy_encoding,
-                              train.value_target, train.q_ratio, net.value_head, net.moves_left)  # fmt: skip
+                              train.value_target, train.q_ratio, net.value_head, net.moves_left,
+                              known_endings=train.known_endings)  # fmt: skip
             stream = self._continued(spec) if self.stream_state else MovingStream(spec)
             self.stream = Prefetched(stream, PREFETCH_DEPTH)
             self.stream_state = None

@@ -63,6 +63,7 @@ from pipeline.training.batches import (
     stream_columns,
 )
 from pipeline.training.config import TrainConfig
+from pipeline.training.known_endings import rescore_known_endings
 from pipeline.training.targets import (
     MOVES_LEFT_COLUMNS,
     Q_COLUMNS,
@@ -147,6 +148,7 @@ class StreamSpec:
         moves_left: the network has a moves-left head: batches carry the
             plies left (:func:`~pipeline.training.targets.moves_left_targets`).
         decoder: one of :data:`DECODERS` (the same batches either way).
+        known_endings: rescore the z of known endings (``train.known_endings``).
     """
 
     pieces: tuple[Piece, ...]
@@ -160,6 +162,7 @@ class StreamSpec:
     value_head: str = "scalar"
     moves_left: bool = False
     decoder: str = "fast"
+    known_endings: bool = False
 
     @property
     def positions(self) -> int:
@@ -211,7 +214,7 @@ def batch_stream(spec: StreamSpec, skip: int = 0, compact: bool = False) -> Iter
     fast = spec.decoder == "fast"
     if compact and not fast:
         raise ValueError("compact batches need the fast decoder")
-    columns = stream_columns(spec) if fast else TRAINING_COLUMNS
+    columns = stream_columns(spec) if fast else (*TRAINING_COLUMNS, *(("fen",) if spec.known_endings else ()))
     epoch = 0
     while True:
         for number, group in enumerate(spec.groups(epoch)):
@@ -231,7 +234,7 @@ def batch_stream(spec: StreamSpec, skip: int = 0, compact: bool = False) -> Iter
                 batch = table.take(pa.array(rows_of_batch))
                 yield decode_batch(
                     batch, spec.policy_encoding, spec.value_target, spec.q_ratio, spec.value_head,
-                    spec.moves_left,
+                    spec.moves_left, spec.known_endings,
                 )  # fmt: skip
             skip = 0
         epoch += 1
@@ -277,12 +280,16 @@ def decode_batch(
     q_ratio: float = 0.5,
     value_head: str = "scalar",
     moves_left: bool = False,
+    known_endings: bool = False,
 ) -> Batch:
     """(planes uint8, dense pi, value target[, plies left]) tensors of a table
     of training rows (the target of a ``wdl`` value head is a (win, draw,
-    loss) distribution; the plies left come with ``moves_left``)."""
+    loss) distribution; the plies left come with ``moves_left``; with
+    ``known_endings`` the z of known endings is rescored first)."""
     planes = decode_planes(table)
     pi, z = decode_targets(table, policy_encoding)
+    if known_endings:
+        z = rescore_known_endings(table.column("fen").to_pylist(), z)
     targets = wdl_targets if value_head == "wdl" else value_targets
     target = targets(table, z, value_target, q_ratio)
     batch = (torch.from_numpy(planes), torch.from_numpy(pi), torch.from_numpy(target))
@@ -352,6 +359,7 @@ class WindowDataset(IterableDataset):
             self.value_head,
             self.moves_left,
             self.decoder,
+            self.config.known_endings,
         )
 
     def __iter__(self) -> Iterator[Batch]:

@@ -31,6 +31,7 @@ import chess
 
 from pipeline.atomic import atomic_write
 from pipeline.config_errors import ConfigError
+from pipeline.selfplay.backward import fen_key
 from pipeline.selfplay.retro import bishops_on_both_colours, walk_back
 
 __all__ = [
@@ -246,7 +247,7 @@ def random_replies(fens: Sequence[str], seed: int, exclude: Iterable[str] = ()) 
         ConfigError: an invalid FEN (named).
     """
     rng = random.Random(seed)
-    seen = {" ".join(fen.split()[:4]) for fen in exclude}
+    seen = {fen_key(fen) for fen in exclude}
     replies: list[str] = []
     for fen in fens:
         try:
@@ -257,7 +258,7 @@ def random_replies(fens: Sequence[str], seed: int, exclude: Iterable[str] = ()) 
         if not moves or board.is_game_over():
             continue
         board.push(rng.choice(moves))
-        key = " ".join(board.fen().split()[:4])
+        key = fen_key(board.fen())
         if board.is_game_over() or key in seen:
             continue
         seen.add(key)

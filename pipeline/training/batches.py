@@ -35,7 +35,7 @@ from pipeline.training.targets import (
 )
 
 __all__ = ["BASE_COLUMNS", "Batch", "BatchSpec", "CompactBatch", "GroupArrays", "concat_compact", "expand_batch",
-           "stream_columns"]
+           "known_ending_columns", "stream_columns"]
 
 BASE_COLUMNS = ("history", "meta", "policy_encoding", "policy_index", "policy_prob", "z", "full_search")
 """The columns every batch needs (the value target ``z`` of a scalar head)."""
@@ -145,11 +145,15 @@ def expand_torch(compact: CompactBatch) -> tuple[torch.Tensor, torch.Tensor]:
     return planes, pi
 
 
+def known_ending_columns(spec: BatchSpec) -> tuple[str, ...]:
+    """The shard columns ``train.known_endings`` reads (none when it is off)."""
+    return ("fen",) if spec.known_endings else ()
+
+
 def stream_columns(spec: BatchSpec) -> tuple[str, ...]:
     """The shard columns the stream's batches need."""
     extra = () if spec.value_target == "z" else Q_COLUMNS
-    known = ("fen",) if spec.known_endings else ()
-    return (*BASE_COLUMNS, *extra, *(MOVES_LEFT_COLUMNS if spec.moves_left else ()), *known)
+    return (*BASE_COLUMNS, *extra, *(MOVES_LEFT_COLUMNS if spec.moves_left else ()), *known_ending_columns(spec))
 
 
 @dataclass(frozen=True)

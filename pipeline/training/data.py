@@ -60,6 +60,7 @@ from pipeline.training.batches import (
     CompactBatch,
     GroupArrays,
     expand_batch,
+    known_ending_columns,
     stream_columns,
 )
 from pipeline.training.config import TrainConfig
@@ -214,7 +215,7 @@ def batch_stream(spec: StreamSpec, skip: int = 0, compact: bool = False) -> Iter
     fast = spec.decoder == "fast"
     if compact and not fast:
         raise ValueError("compact batches need the fast decoder")
-    columns = stream_columns(spec) if fast else (*TRAINING_COLUMNS, *(("fen",) if spec.known_endings else ()))
+    columns = stream_columns(spec) if fast else (*TRAINING_COLUMNS, *known_ending_columns(spec))
     epoch = 0
     while True:
         for number, group in enumerate(spec.groups(epoch)):

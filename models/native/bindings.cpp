@@ -92,4 +92,5 @@ PYBIND11_MODULE(_native, m) {
   zc::bind_search(m);
   zc::bind_drivers(m);
   zc::bind_decode(m);
+  zc::bind_tablebase(m);
 }

@@ -20,6 +20,7 @@ void bind_encoding(pybind11::module_& m);  // encoding_bindings.cpp
 void bind_search(pybind11::module_& m);    // search_bindings.cpp
 void bind_drivers(pybind11::module_& m);   // driver_bindings.cpp
 void bind_decode(pybind11::module_& m);    // decode_bindings.cpp
+void bind_tablebase(pybind11::module_& m); // tablebase_bindings.cpp
 
 // Helpers shared by the binding files (bindings.cpp).
 using FloatArray = pybind11::array_t<float, pybind11::array::c_style | pybind11::array::forcecast>;

@@ -26,6 +26,7 @@ from pipeline.shards.decode import (
     take_list_items,
 )
 from pipeline.training.known_endings import rescore_known_endings
+from pipeline.training.tablebases import rescore_tablebases, tablebase_store
 from pipeline.training.targets import (
     MOVES_LEFT_COLUMNS,
     Q_COLUMNS,
@@ -55,6 +56,7 @@ class BatchSpec(Protocol):
     value_head: str
     moves_left: bool
     known_endings: bool
+    tablebases: str
 
 
 class CompactBatch(NamedTuple):
@@ -146,8 +148,28 @@ def expand_torch(compact: CompactBatch) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def known_ending_columns(spec: BatchSpec) -> tuple[str, ...]:
-    """The shard columns ``train.known_endings`` reads (none when it is off)."""
-    return ("fen",) if spec.known_endings else ()
+    """The shard columns ``train.known_endings`` and ``train.tablebases`` read (none when both are off)."""
+    return ("fen",) if spec.known_endings or spec.tablebases else ()
+
+
+def rescore_rows(
+    table: pa.Table,
+    z: np.ndarray,
+    plies_left: np.ndarray | None,
+    known_endings: bool,
+    tablebases: str,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """``z`` and the plies left of ``table``'s rows, rescored where the
+    material decides the result (``known_endings``) and then where the
+    tables in folder ``tablebases`` hold the position (empty: off)."""
+    if not known_endings and not tablebases:
+        return z, plies_left
+    fens = table.column("fen").to_pylist()
+    if known_endings:
+        z = rescore_known_endings(fens, z)
+    if tablebases:
+        z, plies_left = rescore_tablebases(fens, z, plies_left, tablebase_store(tablebases))
+    return z, plies_left
 
 
 def stream_columns(spec: BatchSpec) -> tuple[str, ...]:
@@ -183,8 +205,8 @@ class GroupArrays:
         if not np.array_equal(offsets, prob_offsets):
             raise ShardTableError("policy_prob", "list lengths differ from policy_index")
         z = table.column("z").to_numpy().astype(np.float32)
-        if spec.known_endings:
-            z = rescore_known_endings(table.column("fen").to_pylist(), z)
+        plies_left = moves_left_targets(table) if spec.moves_left else None
+        z, plies_left = rescore_rows(table, z, plies_left, spec.known_endings, spec.tablebases)
         targets = wdl_targets if spec.value_head == "wdl" else value_targets
         return cls(
             decode_history(table),
@@ -194,7 +216,7 @@ class GroupArrays:
             prob.astype(np.float32, copy=False),
             size,
             targets(table, z, spec.value_target, spec.q_ratio),
-            moves_left_targets(table) if spec.moves_left else None,
+            plies_left,
         )
 
     def compact(self, rows: np.ndarray) -> CompactBatch:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from pipeline.config_errors import check_at_least, require
 
@@ -56,6 +57,13 @@ class TrainConfig:
             bishop and knight against a bare king, no piece to be taken):
             a win for the strong side (:mod:`pipeline.training.known_endings`;
             a stand-in for lc0's tablebase rescoring); before the q mix.
+        tablebases: rescore the z and the plies left of positions that the
+            native core's distance-to-mate tables hold (pawnless, at most four
+            pieces; :mod:`pipeline.training.tablebases`): lc0's tablebase
+            rescoring with tables built here, after ``known_endings``.
+        tablebase_dir: the folder those tables are kept in (built on first
+            use: 9 to 19 s and 32 MiB for a four-piece table); empty:
+            ``$XDG_CACHE_HOME/zerochess/tablebases``.
         weight_average_decay: d > 0 exports the moving average of the
             weights, ``avg <- d * avg + (1 - d) * weights`` after every step
             (batch-norm statistics included), instead of the last weights:
@@ -115,6 +123,8 @@ class TrainConfig:
     value_target: str = "z"
     q_ratio: float = 0.5
     known_endings: bool = False
+    tablebases: bool = False
+    tablebase_dir: str = ""
     soft_policy_weight: float = 0.0
     weight_average_decay: float = 0.0
     window_positions: int = 500_000
@@ -157,6 +167,17 @@ class TrainConfig:
         require("train.lr_milestones", milestones, increasing, "strictly increasing positive steps")
         both = bool(milestones) and self.lr_step_size > 0
         require("train.lr_step_size", self.lr_step_size, not both, "0 when lr_milestones are set")
+
+    def tablebase_folder(self) -> str:
+        """The folder of the distance-to-mate tables when ``tablebases`` is on, else ""."""
+        if not self.tablebases:
+            return ""
+        if self.tablebase_dir:
+            return str(Path(self.tablebase_dir).expanduser())
+        # Imported here: it loads the native core, which only this setting needs.
+        from pipeline.training.tablebases import default_tablebase_dir
+
+        return str(default_tablebase_dir())
 
 
 def _choice(name: str, value: str, options: tuple[str, ...]) -> None:

@@ -200,7 +200,8 @@ class ContinuousTrainer:
             spec = StreamSpec(window.pieces, train.batch_size, train.shuffle_buffer,
                               train.seed + self.step, 0, net.policy_encoding,
                               train.value_target, train.q_ratio, net.value_head, net.moves_left,
-                              known_endings=train.known_endings)  # fmt: skip
+                              known_endings=train.known_endings,
+                              tablebases=train.tablebase_folder())  # fmt: skip
             stream = self._continued(spec) if self.stream_state else MovingStream(spec)
             self.stream = Prefetched(stream, PREFETCH_DEPTH)
             self.stream_state = None

@@ -61,10 +61,10 @@ from pipeline.training.batches import (
     GroupArrays,
     expand_batch,
     known_ending_columns,
+    rescore_rows,
     stream_columns,
 )
 from pipeline.training.config import TrainConfig
-from pipeline.training.known_endings import rescore_known_endings
 from pipeline.training.targets import (
     MOVES_LEFT_COLUMNS,
     Q_COLUMNS,
@@ -150,6 +150,8 @@ class StreamSpec:
             plies left (:func:`~pipeline.training.targets.moves_left_targets`).
         decoder: one of :data:`DECODERS` (the same batches either way).
         known_endings: rescore the z of known endings (``train.known_endings``).
+        tablebases: the folder of the distance-to-mate tables that rescore
+            z and the plies left (``train.tablebases``; empty: off).
     """
 
     pieces: tuple[Piece, ...]
@@ -164,6 +166,7 @@ class StreamSpec:
     moves_left: bool = False
     decoder: str = "fast"
     known_endings: bool = False
+    tablebases: str = ""
 
     @property
     def positions(self) -> int:
@@ -235,7 +238,7 @@ def batch_stream(spec: StreamSpec, skip: int = 0, compact: bool = False) -> Iter
                 batch = table.take(pa.array(rows_of_batch))
                 yield decode_batch(
                     batch, spec.policy_encoding, spec.value_target, spec.q_ratio, spec.value_head,
-                    spec.moves_left, spec.known_endings,
+                    spec.moves_left, spec.known_endings, spec.tablebases,
                 )  # fmt: skip
             skip = 0
         epoch += 1
@@ -282,20 +285,22 @@ def decode_batch(
     value_head: str = "scalar",
     moves_left: bool = False,
     known_endings: bool = False,
+    tablebases: str = "",
 ) -> Batch:
     """(planes uint8, dense pi, value target[, plies left]) tensors of a table
     of training rows (the target of a ``wdl`` value head is a (win, draw,
     loss) distribution; the plies left come with ``moves_left``; with
-    ``known_endings`` the z of known endings is rescored first)."""
+    ``known_endings`` the z of known endings is rescored first, and with
+    ``tablebases`` (a folder) the positions its tables hold)."""
     planes = decode_planes(table)
     pi, z = decode_targets(table, policy_encoding)
-    if known_endings:
-        z = rescore_known_endings(table.column("fen").to_pylist(), z)
+    plies_left = moves_left_targets(table) if moves_left else None
+    z, plies_left = rescore_rows(table, z, plies_left, known_endings, tablebases)
     targets = wdl_targets if value_head == "wdl" else value_targets
     target = targets(table, z, value_target, q_ratio)
     batch = (torch.from_numpy(planes), torch.from_numpy(pi), torch.from_numpy(target))
-    if moves_left:
-        return (*batch, torch.from_numpy(moves_left_targets(table)))
+    if plies_left is not None:
+        return (*batch, torch.from_numpy(plies_left))
     return batch
 
 
@@ -361,6 +366,7 @@ class WindowDataset(IterableDataset):
             self.moves_left,
             self.decoder,
             self.config.known_endings,
+            self.config.tablebase_folder(),
         )
 
     def __iter__(self) -> Iterator[Batch]:

@@ -2,8 +2,9 @@
 // bindings): perft on the published positions, make/unmake and Zobrist-key
 // invariants over seeded random games, a search smoke test through
 // run_searches with a deterministic fake evaluator, and the self-play driver
-// stepped the same way.  Built and run by `make native-test` (and so by
+// stepped the same way, and the three-piece distance-to-mate tables.  Built and run by `make native-test` (and so by
 // tests/test_native_cxx.py); prints "all passed" when every check holds.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include "driver.h"
 #include "run_searches.h"
 #include "search.h"
+#include "tablebase.h"
 
 using namespace zc;
 
@@ -91,6 +93,38 @@ TEST(make_unmake_and_keys_in_random_games) {
   }
   CHECK(positions > 5000);
   CHECK(moves_checked > 100000);
+}
+
+// ---------------------------------------------------------------------------
+// Distance-to-mate tables: the longest three-piece mates are the published
+// ones (KQK 10 moves, KRK 16); a mated position is -1, the lone king's
+// capture of the queen a draw; malformed names are errors naming them.
+
+TEST(tablebase_three_pieces) {
+  tablebase::Generator generator;
+  const auto& kqk = generator.table("KQvK");
+  CHECK_EQ(kqk.size(), tablebase::table_size(1));
+  int longest = 0;
+  for (const std::int8_t v : kqk) longest = std::max(longest, static_cast<int>(v));
+  CHECK_EQ(longest, 19);
+  int rook_longest = 0;
+  for (const std::int8_t v : generator.table("KRvK")) rook_longest = std::max(rook_longest, static_cast<int>(v));
+  CHECK_EQ(rook_longest, 31);
+  // Black to move, Kg8, White Kg6 and Qa8: mated.  index = ((stm*64 + wk)*64 + bk)*64 + q
+  CHECK_EQ(static_cast<int>(kqk[((1u * 64 + 46) * 64 + 62) * 64 + 56]), -1);
+  // Black to move, Kc3 next to an undefended Qd2 (White Kg1): a draw.
+  CHECK_EQ(static_cast<int>(kqk[((1u * 64 + 6) * 64 + 18) * 64 + 11]), 0);
+  // Two pieces on one square, and White to move while Black is in check.
+  CHECK_EQ(static_cast<int>(kqk[((0u * 64 + 6) * 64 + 18) * 64 + 6]), static_cast<int>(tablebase::INVALID));
+  CHECK_EQ(static_cast<int>(kqk[((0u * 64 + 46) * 64 + 62) * 64 + 56]), static_cast<int>(tablebase::INVALID));
+  for (const char* bad : {"KQK", "KPvK", "KQRBvK", "QvK"}) {
+    try {
+      generator.table(bad);
+      CHECK(false);
+    } catch (const ChessError& error) {
+      CHECK(std::string(error.what()).find(std::string("'") + bad + "'") != std::string::npos);
+    }
+  }
 }
 
 TEST(legal_move_parser) {

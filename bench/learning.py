@@ -89,7 +89,10 @@ walked back from random mates (none held out), one random reply from each
 (the weak side to move) and the first kinds' training starts
 (``--positions``; :func:`endgame_bootstrap_positions`).  The drawing,
 labelling and pretraining count in the phase's time budget, and generation 0
-is that net.
+is that net.  ``--bootstrap-labels tablebases`` labels the endgame phase's
+positions from the native distance-to-mate tables instead (``zerochess label
+--tablebases``: exact results, the fastest mates as the policy, the distance
+as the plies left), each position with those of its table-perfect game.
 
 Results: ``OUT/<phase>/curve.json`` and ``OUT/<phase>/curve.png`` (``--plot-dir``
 copies the plots, e.g. into ``docs/`` for the README).
@@ -99,6 +102,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import shutil
 import subprocess
 import sys
@@ -106,6 +110,8 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+
+import chess
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -123,6 +129,7 @@ from pipeline.loop.ledger import Ledger  # noqa: E402
 from pipeline.selfplay.backward import (  # noqa: E402
     BackwardRule,
     Walked,
+    fen_key,
     frontier_mates,
     load_caps,
     load_walked,
@@ -350,18 +357,20 @@ def zerochess(*arguments: str) -> None:
     subprocess.run(command, cwd=ROOT, check=True)
 
 
-def bootstrap_net(out: Path, source: list[str], depth: int, steps: int, preset: str, overrides: list[str]) -> Path:
+def bootstrap_net(out: Path, source: list[str], labels_with: list[str], steps: int, preset: str,
+                  overrides: list[str]) -> Path:  # fmt: skip
     """Seed 001's supervised start before self-play: the positions of
     ``source`` (``zerochess label``'s ``--random N`` or ``--positions FILE``)
-    labelled by Stockfish at ``depth``, and ``steps`` steps of ``zerochess
-    pretrain`` on them.  Returns the net (a rerun reuses what is already done)."""
+    labelled as ``labels_with`` says (``--depth D`` for Stockfish, or
+    ``--tablebases``), and ``steps`` steps of ``zerochess pretrain`` on them.
+    Returns the net (a rerun reuses what is already done)."""
     net = out / "pretrain" / "net.pt"
     if net.exists():
         return net
     labels = out / "label"
     sets = [item for override in overrides for item in ("--set", override)]
     if not (labels / "label.json").exists():
-        zerochess("label", *source, "--depth", str(depth), "--out", str(labels), "--overwrite",
+        zerochess("label", *source, *labels_with, "--out", str(labels), "--overwrite",
                   "--preset", preset, *sets)  # fmt: skip
     zerochess("pretrain", "--data", str(labels), "--out", str(out / "pretrain"), "--preset", preset, *sets,
               "--set", f"train.max_steps={steps}", "--no-progress")  # fmt: skip
@@ -373,7 +382,9 @@ def endgame_bootstrap_positions(args: argparse.Namespace, out: Path, folder: Pat
     the hardest kinds (``--next-kinds``, else ``--kinds``) walked back from
     random mates, none of them held out, half of ``--bootstrap-positions``;
     one random reply from each (the weak side to move, some of them with a
-    piece just left en prise); and the first kinds' training starts."""
+    piece just left en prise); and the first kinds' training starts.  With
+    ``--bootstrap-labels tablebases``, each of those positions brings the
+    positions of its table-perfect game (:func:`table_lines`)."""
     path = folder / "positions.epd"
     if path.exists():
         return path
@@ -385,9 +396,30 @@ def endgame_bootstrap_positions(args: argparse.Namespace, out: Path, folder: Pat
                                                    max_distance=maximum, exclude=[*held_out, *first])]  # fmt: skip
     replies = random_replies(walked + first, seed=32, exclude=held_out)
     fens = walked + replies + first
+    if args.bootstrap_labels == "tablebases":
+        fens = table_lines(fens, held_out, load_config(ROOT / "params.yaml", args.set))
     write_epd(path, fens, "bootstrap", header=f"supervised start of the endgame phase ({','.join(kinds)}), "
                                              "made by bench/learning.py")  # fmt: skip
     return path
+
+
+def table_lines(fens: list[str], held_out: list[str], config: Config) -> list[str]:
+    """The positions of each start's table-perfect game (the start first),
+    each once, none of them a held-out start."""
+    from pipeline.supervised.tablebase_labels import table_line
+    from pipeline.training.tablebases import default_tablebase_dir, tablebase_store
+
+    store = tablebase_store(config.train.tablebase_dir or str(default_tablebase_dir()))
+    rng = random.Random(33)
+    seen = {fen_key(fen) for fen in held_out}
+    lines: list[str] = []
+    for fen in fens:
+        for board in table_line(chess.Board(fen), store, rng):
+            key = fen_key(board.fen())
+            if key not in seen:
+                seen.add(key)
+                lines.append(board.fen())
+    return lines
 
 
 def run_phase(phase: Phase, out: Path, minutes: float, max_generations: int, preset: str,
@@ -623,6 +655,10 @@ def main(argv: list[str] | None = None) -> int:
                              "4-5 a second at depth 8 on a busy 2-core machine), or twice half as many walked-back "
                              "endgame starts and replies plus the first kinds' training starts (endgame)")
     parser.add_argument("--bootstrap-depth", type=int, default=6, help="Stockfish depth of those labels")
+    parser.add_argument("--bootstrap-labels", choices=["stockfish", "tablebases"], default="stockfish",
+                        help="the endgame phase's labels: Stockfish's, or the distance-to-mate tables' for the "
+                             "positions of each start's table-perfect game (zerochess label --tablebases; results "
+                             "in OUT/endgame-tablebases)")
     parser.add_argument("--bootstrap-steps", type=int, default=2000, help="pretraining steps on them")
     parser.add_argument("--minutes", type=float, default=45.0, help="time budget of the endgame phase")
     parser.add_argument("--minutes-standard", type=float, default=55.0, help="time budget of the standard phase")
@@ -690,6 +726,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.label_nodes < 0:
         raise SystemExit(f"--label-nodes must be >= 0, got {args.label_nodes}")
+    if args.bootstrap_labels == "tablebases" and (not args.bootstrap or args.phase != "endgame"):
+        raise SystemExit("--bootstrap-labels tablebases is for --bootstrap --phase endgame (the tables hold endings)")
     if args.backward and not args.next_kinds:
         raise SystemExit("--backward needs --next-kinds (the kinds of its walked-back starts)")
     if args.backward:
@@ -731,13 +769,15 @@ def main(argv: list[str] | None = None) -> int:
         folder = out / phase.name
         init_net, spent = None, 0.0
         if args.bootstrap:
-            folder = out / ("bootstrap" if phase.name == "standard" else "endgame-bootstrap")
+            folder = out / ("bootstrap" if phase.name == "standard" else
+                            "endgame-tablebases" if args.bootstrap_labels == "tablebases" else "endgame-bootstrap")
             folder.mkdir(parents=True, exist_ok=True)
             begun = time.monotonic()
             source = ["--random", str(args.bootstrap_positions)] if phase.name == "standard" else \
                 ["--positions", str(endgame_bootstrap_positions(args, out, folder))]  # fmt: skip
-            init_net = bootstrap_net(folder, source, args.bootstrap_depth, args.bootstrap_steps,
-                                     args.preset, args.set)  # fmt: skip
+            labels_with = ["--tablebases"] if args.bootstrap_labels == "tablebases" else \
+                ["--depth", str(args.bootstrap_depth)]  # fmt: skip
+            init_net = bootstrap_net(folder, source, labels_with, args.bootstrap_steps, args.preset, args.set)
             spent = (time.monotonic() - begun) / 60
             print(f"[bootstrap] supervised start {init_net} in {spent:.1f} min", flush=True)
         if args.recheck:

@@ -5,8 +5,8 @@ its loop, ledger and evaluation are stood in for)."""
 from __future__ import annotations
 
 import argparse
-import json
 import importlib.util
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -166,7 +166,7 @@ def test_the_endgame_supervised_start_labels_no_held_out_start(learning: Any, tm
         kinds, count, seed, exclude=options.get("exclude", ())))  # fmt: skip
     args = argparse.Namespace(kinds="KQK", train_positions=10, max_mate=6, eval_positions=2, next_kinds="KBBK,KBNK",
                               next_train_positions=4, next_eval_positions=4, next_max_mate=5, mate_nodes=1000,
-                              keep_first=0.2, bootstrap_positions=40)  # fmt: skip
+                              keep_first=0.2, bootstrap_positions=40, bootstrap_labels="stockfish")  # fmt: skip
     learning.endgame_starts(args, tmp_path)
     folder = tmp_path / "endgame-bootstrap"
     folder.mkdir()
@@ -184,3 +184,32 @@ def test_the_endgame_supervised_start_labels_no_held_out_start(learning: Any, tm
     stamp = path.stat().st_mtime_ns
     assert learning.endgame_bootstrap_positions(args, tmp_path, folder) == path
     assert path.stat().st_mtime_ns == stamp
+
+
+def test_the_tablebase_start_labels_whole_table_lines_and_no_held_out_start(learning: Any, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """``--bootstrap-labels tablebases``: each chosen position brings its
+    table-perfect game, every position once, none a held-out start, all of
+    them in the tables; ``zerochess label --tablebases`` is what labels them."""
+    from pipeline.supervised.tablebase_labels import probe
+    from pipeline.training.tablebases import tablebase_store
+
+    real = learning.endgame_fens
+    monkeypatch.setattr(learning, "endgame_fens", lambda kinds, count, seed, **options: real(
+        kinds, count, seed, exclude=options.get("exclude", ())))  # fmt: skip
+    tables = tmp_path / "tables"
+    args = argparse.Namespace(kinds="KQK", train_positions=10, max_mate=6, eval_positions=2, next_kinds="KRK",
+                              next_train_positions=4, next_eval_positions=4, next_max_mate=5, mate_nodes=1000,
+                              keep_first=0.2, bootstrap_positions=20, bootstrap_labels="tablebases",
+                              set=[f"train.tablebase_dir={tables}"])  # fmt: skip
+    learning.endgame_starts(args, tmp_path)
+    folder = tmp_path / "endgame-tablebases"
+    folder.mkdir()
+    fens = load_start_positions(learning.endgame_bootstrap_positions(args, tmp_path, folder))
+    keys = [fen_key(fen) for fen in fens]
+    assert len(keys) == len(set(keys)) > 30
+    held_out = {fen_key(opening.fen) for opening in load_openings(tmp_path / "endgames_eval.epd")}
+    assert not held_out & set(keys)
+    store = tablebase_store(str(tables))
+    plies = [probe(chess.Board(fen), store).plies for fen in fens]
+    assert 1 in plies and all(p is None or p >= 1 for p in plies)  # lines run to the mate, which is left out

@@ -1,5 +1,10 @@
 """``zerochess label``: Stockfish MultiPV labels for positions, as train/held-out shards.
 
+``--tablebases`` labels them from the native distance-to-mate tables instead
+(pawnless endings with up to four pieces: exact results, the distance to mate
+for the moves-left head, the fastest mates as the policy;
+:mod:`pipeline.supervised.tablebase_labels`).
+
 Positions come from an EPD/FEN file (``--positions``), from random play
 (``--random N``) or from existing shards (``--shards DIR``, e.g. self-play).
 pi is a softmax over Stockfish's MultiPV scores and the value target comes
@@ -19,6 +24,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from pipeline.commands.checks import check_input_file, check_output_folder, require_at_least
 from pipeline.commands.common import add_params_arguments, config_from_args
+from pipeline.config import Config
+from pipeline.supervised.config import SupervisedConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,6 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="N positions reached by random moves from the start "
                              "(supervised.label_random_max_plies, seed supervised.label_seed)")
     source.add_argument("--shards", metavar="DIR", help="the positions of a shard folder")
+    parser.add_argument("--tablebases", action="store_true",
+                        help="label from the distance-to-mate tables (pawnless, up to four pieces; built into "
+                             "train.tablebase_dir, else ~/.cache/zerochess/tablebases, on first use) instead of "
+                             "Stockfish; positions no table holds are skipped (no-table)")
     parser.add_argument("--depth", type=int, help="Stockfish depth (supervised.label_depth)")
     parser.add_argument("--nodes", type=int, help="Stockfish nodes instead of a depth")
     parser.add_argument("--multipv", type=int, help="moves scored (supervised.label_multipv)")
@@ -57,8 +68,21 @@ def _positions(args: argparse.Namespace, settings):
     return labelling.positions_from_shards(args.shards), None
 
 
+def _labeller(args: argparse.Namespace, config: Config, settings: SupervisedConfig):
+    """Stockfish with ``settings``, or the tables with ``--tablebases``."""
+    if not args.tablebases:
+        from pipeline.supervised.labelling import StockfishLabeller
+
+        return StockfishLabeller(settings)
+    from pipeline.supervised.tablebase_labels import TablebaseLabeller
+    from pipeline.training.tablebases import default_tablebase_dir
+
+    folder = config.train.tablebase_dir or str(default_tablebase_dir())
+    return TablebaseLabeller(folder, config.supervised.label_temperature_plies)
+
+
 def run(args: argparse.Namespace) -> int:
-    from pipeline.supervised.labelling import StockfishLabeller, label_positions
+    from pipeline.supervised.labelling import label_positions
     from pipeline.supervised.splits import prepare_output
 
     config = config_from_args(args)
@@ -73,11 +97,13 @@ def run(args: argparse.Namespace) -> int:
         settings = replace(settings, label_multipv=args.multipv)
     if args.nodes is not None:
         settings = replace(settings, label_nodes=args.nodes)
+    if args.tablebases and any(getattr(args, name) is not None for name in ("depth", "nodes", "multipv")):
+        raise ValueError("--tablebases takes no --depth, --nodes or --multipv (no Stockfish is run)")
     positions, total = _positions(args, settings)
     check_output_folder("--out", args.out)
     prepare_output(args.out, overwrite=args.overwrite)
     started = time.perf_counter()
-    with StockfishLabeller(settings) as labeller, Progress(
+    with _labeller(args, config, settings) as labeller, Progress(
         TextColumn("label"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"),
         TimeElapsedColumn(), console=Console(stderr=True),
     ) as progress:  # fmt: skip

@@ -45,6 +45,11 @@ class SupervisedConfig:
         label_temperature_cp: temperature of that softmax in centipawns:
             a move ``T`` centipawns worse than the best gets ``1/e`` of its
             weight.
+        label_temperature_plies: temperature of the policy labelled from
+            the distance-to-mate tables (``zerochess label --tablebases``):
+            a winning move one ply slower to mate than the fastest gets
+            ``1/e`` of its weight (a losing move one ply quicker to be
+            mated likewise).
         label_seed: seed of the outcome drawn for the ``z`` column of
             labelled positions (see :mod:`pipeline.supervised.labelling`) and
             of ``--random`` positions.
@@ -73,6 +78,7 @@ class SupervisedConfig:
     label_nodes: int = 0
     label_multipv: int = 8
     label_temperature_cp: float = 100.0
+    label_temperature_plies: float = 1.0
     label_seed: int = 0
     label_random_max_plies: int = 40
     stockfish_path: str = ""
@@ -92,3 +98,5 @@ class SupervisedConfig:
         require("supervised.heldout_fraction", self.heldout_fraction, 0.0 <= self.heldout_fraction < 1.0,
                 "in [0, 1)")  # fmt: skip
         require("supervised.label_temperature_cp", self.label_temperature_cp, self.label_temperature_cp > 0, "> 0")
+        require("supervised.label_temperature_plies", self.label_temperature_plies,
+                self.label_temperature_plies > 0, "> 0")  # fmt: skip

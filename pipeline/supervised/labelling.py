@@ -52,7 +52,7 @@ from concurrent.futures import CancelledError
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Final, Protocol
 
 import chess
 import chess.engine
@@ -75,6 +75,7 @@ __all__ = [
     "LABEL_MANIFEST",
     "LabelPosition",
     "LabelReport",
+    "Labeller",
     "StockfishLabeller",
     "centipawns_to_value",
     "label_positions",
@@ -329,6 +330,11 @@ class StockfishLabeller(StockfishPlayer):
             raise TimeoutError(f"no reply within {self.settings.timeout_s:.0f} s") from None
         return infos if isinstance(infos, list) else [infos]
 
+    def label(self, position: LabelPosition, policy_map: PolicyMap, settings: SupervisedConfig) -> GameRows:
+        """The shard row of ``position`` from Stockfish's MultiPV lines (EngineFailure when it fails)."""
+        assert position.board is not None
+        return label_rows(position, self.analyse(position.board, settings.label_multipv), policy_map, settings)
+
 
 def label_rows(position: LabelPosition, infos: list[chess.engine.InfoDict],
                policy_map: PolicyMap, settings: SupervisedConfig) -> GameRows:
@@ -369,7 +375,8 @@ class LabelReport:
         positions: positions read from the source.
         labelled: positions written, per split.
         skipped: positions left out, per reason (``game-over``, ``invalid``,
-            ``unreadable``, ``engine-failure``: Stockfish failed after its retries).
+            ``unreadable``, ``engine-failure``: Stockfish failed after its
+            retries, ``no-table``: labelling from the tables, none holds it).
         shards: shard paths written.
         seconds: wall time.
     """
@@ -397,20 +404,32 @@ def _skip_reason(board: chess.Board | None) -> str | None:
     return None
 
 
-def _label_one(position: LabelPosition, labeller: StockfishLabeller, policy_map: PolicyMap,
+class Labeller(Protocol):
+    """What labels a position: :class:`StockfishLabeller`, or
+    :class:`~pipeline.supervised.tablebase_labels.TablebaseLabeller`."""
+
+    def label(self, position: LabelPosition, policy_map: PolicyMap, settings: SupervisedConfig) -> GameRows: ...
+
+
+def _label_one(position: LabelPosition, labeller: Labeller, policy_map: PolicyMap,
                settings: SupervisedConfig, buffers: dict[str, ShardBuffer],
                report: LabelReport) -> str | None:
-    """Labels one valid position into its split's buffer; ``engine-failure`` if Stockfish failed.
+    """Labels one valid position into its split's buffer; the reason it was
+    skipped otherwise (``engine-failure``: Stockfish failed; ``no-table``: no
+    table holds it).
 
     The labeller restarts Stockfish by itself, so the next position is tried anew.
     """
+    from pipeline.supervised.tablebase_labels import NotInTables
+
     assert position.board is not None
     try:
-        infos = labeller.analyse(position.board, settings.label_multipv)
-        rows = label_rows(position, infos, policy_map, settings)
+        rows = labeller.label(position, policy_map, settings)
     except EngineFailure as error:
         log.error("position %s (ply %d) not labelled: %s", position.game_id, position.ply, error)
         return "engine-failure"
+    except NotInTables:
+        return "no-table"
     split = HELDOUT if is_heldout(position.game_id, settings.heldout_fraction) else TRAIN
     buffers[split].add(rows)
     report.labelled[split] += 1
@@ -419,7 +438,7 @@ def _label_one(position: LabelPosition, labeller: StockfishLabeller, policy_map:
 
 def label_positions(
     positions: Iterator[LabelPosition],
-    labeller: StockfishLabeller,
+    labeller: Labeller,
     out: str | os.PathLike[str],
     settings: SupervisedConfig,
     policy_encoding: str,
@@ -427,7 +446,7 @@ def label_positions(
     prefix: str = "label",
     on_position: Callable[[LabelReport], None] | None = None,
 ) -> LabelReport:
-    """Labels ``positions`` with Stockfish into ``OUT/train`` and ``OUT/heldout`` shards.
+    """Labels ``positions`` (with Stockfish, or the tables) into ``OUT/train`` and ``OUT/heldout`` shards.
 
     Shards are named ``<prefix>-<split>-<number>``; ``OUT`` must be prepared
     (:func:`pipeline.supervised.splits.prepare_output`). ``on_position``

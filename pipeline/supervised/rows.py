@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from models.encoding import PlaneHistory, board_meta
 from models.policy import PolicyMap
-from pipeline.shards import table_from_columns, write_shard
+from pipeline.shards import UNKNOWN_PLIES, table_from_columns, write_shard
 from pipeline.supervised.pgn import ParsedGame
 
 __all__ = ["GameRows", "ShardBuffer", "fast_fen", "game_rows"]
@@ -39,6 +39,8 @@ class GameRows:
         root_q: (n,) float32 value target (0 for PGN games: no search).
         result: n results (White's view, as in PGN).
         termination: n terminations.
+        root_d: (n,) float32 draw probabilities, or None (0 for every row).
+        game_plies: (n,) int64 plies of each row's game, or None (unknown).
     """
 
     game_id: list[str]
@@ -52,6 +54,8 @@ class GameRows:
     root_q: npt.NDArray[np.float32]
     result: list[str]
     termination: list[str]
+    root_d: npt.NDArray[np.float32] | None = None
+    game_plies: npt.NDArray[np.int64] | None = None
 
     def __len__(self) -> int:
         return len(self.fen)
@@ -186,7 +190,14 @@ class ShardBuffer:
             generation=np.zeros(count, dtype=np.int64),
             result=[value for g in games for value in g.result],
             termination=[value for g in games for value in g.termination],
+            root_d=np.concatenate([_or_fill(g.root_d, len(g), 0.0, np.float32) for g in games]),
+            game_plies=np.concatenate([_or_fill(g.game_plies, len(g), UNKNOWN_PLIES, np.int64) for g in games]),
         )
         name = f"{self.prefix}-{len(self.written):05d}"
         self.written.append(write_shard(table, self.directory, name))
         self.positions += count
+
+
+def _or_fill(values: npt.NDArray | None, rows: int, fill: float, dtype: type) -> npt.NDArray:
+    """``values``, or ``rows`` copies of ``fill`` when None."""
+    return np.full(rows, fill, dtype=dtype) if values is None else np.asarray(values, dtype=dtype)

@@ -383,8 +383,10 @@ def endgame_bootstrap_positions(args: argparse.Namespace, out: Path, folder: Pat
     random mates, none of them held out, half of ``--bootstrap-positions``;
     one random reply from each (the weak side to move, some of them with a
     piece just left en prise); and the first kinds' training starts.  With
-    ``--bootstrap-labels tablebases``, each of those positions brings the
-    positions of its table-perfect game (:func:`table_lines`)."""
+    ``--bootstrap-labels tablebases``, ``--bootstrap-random-positions``
+    random positions of those kinds (the strong side to move, at any
+    distance from mate) join them, and each position brings the positions
+    of its table-perfect game (:func:`table_lines`)."""
     path = folder / "positions.epd"
     if path.exists():
         return path
@@ -397,7 +399,9 @@ def endgame_bootstrap_positions(args: argparse.Namespace, out: Path, folder: Pat
     replies = random_replies(walked + first, seed=32, exclude=held_out)
     fens = walked + replies + first
     if args.bootstrap_labels == "tablebases":
-        fens = table_lines(fens, held_out, load_config(ROOT / "params.yaml", args.set))
+        anywhere = endgame_fens(kinds, args.bootstrap_random_positions, seed=34, exclude=[*held_out, *first]) \
+            if args.bootstrap_random_positions else []  # fmt: skip
+        fens = table_lines(fens + anywhere, held_out, load_config(ROOT / "params.yaml", args.set))
     write_epd(path, fens, "bootstrap", header=f"supervised start of the endgame phase ({','.join(kinds)}), "
                                              "made by bench/learning.py")  # fmt: skip
     return path
@@ -659,6 +663,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="the endgame phase's labels: Stockfish's, or the distance-to-mate tables' for the "
                              "positions of each start's table-perfect game (zerochess label --tablebases; results "
                              "in OUT/endgame-tablebases)")
+    parser.add_argument("--bootstrap-random-positions", type=int, default=0,
+                        help="with --bootstrap-labels tablebases: this many random positions of the hardest kinds "
+                             "(the strong side to move, any distance from mate) join the walked-back ones")
     parser.add_argument("--bootstrap-steps", type=int, default=2000, help="pretraining steps on them")
     parser.add_argument("--minutes", type=float, default=45.0, help="time budget of the endgame phase")
     parser.add_argument("--minutes-standard", type=float, default=55.0, help="time budget of the standard phase")
@@ -726,6 +733,9 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.label_nodes < 0:
         raise SystemExit(f"--label-nodes must be >= 0, got {args.label_nodes}")
+    if args.bootstrap_random_positions < 0 or (args.bootstrap_random_positions and args.bootstrap_labels != "tablebases"):
+        raise SystemExit(f"--bootstrap-random-positions must be >= 0 and goes with --bootstrap-labels tablebases, "
+                         f"got {args.bootstrap_random_positions}")  # fmt: skip
     if args.bootstrap_labels == "tablebases" and (not args.bootstrap or args.phase != "endgame"):
         raise SystemExit("--bootstrap-labels tablebases is for --bootstrap --phase endgame (the tables hold endings)")
     if args.backward and not args.next_kinds:

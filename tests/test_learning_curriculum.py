@@ -166,7 +166,8 @@ def test_the_endgame_supervised_start_labels_no_held_out_start(learning: Any, tm
         kinds, count, seed, exclude=options.get("exclude", ())))  # fmt: skip
     args = argparse.Namespace(kinds="KQK", train_positions=10, max_mate=6, eval_positions=2, next_kinds="KBBK,KBNK",
                               next_train_positions=4, next_eval_positions=4, next_max_mate=5, mate_nodes=1000,
-                              keep_first=0.2, bootstrap_positions=40, bootstrap_labels="stockfish")  # fmt: skip
+                              keep_first=0.2, bootstrap_positions=40, bootstrap_labels="stockfish",
+                              bootstrap_random_positions=0)  # fmt: skip
     learning.endgame_starts(args, tmp_path)
     folder = tmp_path / "endgame-bootstrap"
     folder.mkdir()
@@ -201,6 +202,7 @@ def test_the_tablebase_start_labels_whole_table_lines_and_no_held_out_start(lear
     args = argparse.Namespace(kinds="KQK", train_positions=10, max_mate=6, eval_positions=2, next_kinds="KRK",
                               next_train_positions=4, next_eval_positions=4, next_max_mate=5, mate_nodes=1000,
                               keep_first=0.2, bootstrap_positions=20, bootstrap_labels="tablebases",
+                              bootstrap_random_positions=6,
                               set=[f"train.tablebase_dir={tables}"])  # fmt: skip
     learning.endgame_starts(args, tmp_path)
     folder = tmp_path / "endgame-tablebases"

@@ -12,8 +12,10 @@ Each start is played once, the net White (the strong side) against
 Stockfish's defence (``bench/learning.py``'s ``mate_rate``: depth 10, a
 mate within 50 moves counts), with the endgame phase's search settings
 (Gumbel unless ``--set`` says otherwise, an unvisited move's Q 0, two-fold
-repetition a draw in the tree).  The search is deterministic at a fixed
-number of simulations, so a row is reproducible on the same build.
+repetition a draw in the tree).  The same settings twice can differ by a
+few games (the same net, lc0's moves-left settings: 13 and 11 KBBK mates of
+30).  The cause is not traced; the games run in parallel, in an order
+that varies from run to run.
 """
 
 from __future__ import annotations

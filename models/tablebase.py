@@ -4,7 +4,7 @@ lc0 rescores its training games with the Syzygy tablebases; none can be
 downloaded here, so the native core builds its own tables by retrograde
 analysis (``models/native/tablebase.cpp``): KQK, KRK, KBBK, KBNK, KQKR and
 any other pawnless material with at most two pieces besides the kings, in
-seconds (the three four-piece tables above take 9 to 19 s each).  This module
+seconds (the three four-piece tables above take 12 to 22 s each).  This module
 names a position's table, finds its entry and reads it; it holds no files
 (:mod:`pipeline.training.tablebases` keeps the tables on disk).
 

@@ -62,7 +62,7 @@ class TrainConfig:
             pieces; :mod:`pipeline.training.tablebases`): lc0's tablebase
             rescoring with tables built here, after ``known_endings``.
         tablebase_dir: the folder those tables are kept in (built on first
-            use: 9 to 19 s and 32 MiB for a four-piece table); empty:
+            use: 12 to 22 s and 32 MiB for a four-piece table); empty:
             ``$XDG_CACHE_HOME/zerochess/tablebases``.
         weight_average_decay: d > 0 exports the moving average of the
             weights, ``avg <- d * avg + (1 - d) * weights`` after every step

@@ -4,7 +4,6 @@ settings, against the real Stockfish on a local Ray cluster."""
 from __future__ import annotations
 
 import importlib.util
-import os
 from pathlib import Path
 
 import pytest
@@ -29,9 +28,8 @@ def bench() -> object:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not have_stockfish(), reason="needs Stockfish")
-def test_each_setting_gets_a_row_of_mates_by_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
-    monkeypatch.setenv("RAY_AUTH_MODE", os.environ.get("RAY_AUTH_MODE", "disabled"))
+@pytest.mark.usefixtures("local_ray")  # the bench joins it and leaves it for the fixture to shut down
+def test_each_setting_gets_a_row_of_mates_by_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     net = save_net(AlphaZeroNet(load_config(None, [], preset="tiny").net), tmp_path / "net.pt")
     starts = tmp_path / "starts.epd"
     starts.write_text("".join(f"{fen}\n" for fen in STARTS))

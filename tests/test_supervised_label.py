@@ -115,6 +115,9 @@ class _FailingLabeller:
             raise EngineFailure("engine died three times")
         return _fake_infos(board, [10, 0])
 
+    def label(self, position, policy_map, settings):  # as StockfishLabeller.label
+        return label_rows(position, self.analyse(position.board, settings.label_multipv), policy_map, settings)
+
 
 def test_an_engine_failure_skips_one_position_not_the_run(tmp_path: Path) -> None:
     out = tmp_path / "out"

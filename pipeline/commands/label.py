@@ -18,14 +18,17 @@ import json
 import os
 import time
 from dataclasses import asdict, replace
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from pipeline.commands.checks import check_input_file, check_output_folder, require_at_least
 from pipeline.commands.common import add_params_arguments, config_from_args
-from pipeline.config import Config
-from pipeline.supervised.config import SupervisedConfig
+
+if TYPE_CHECKING:
+    from pipeline.config import Config
+    from pipeline.supervised.config import SupervisedConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -411,9 +411,9 @@ def table_lines(fens: list[str], held_out: list[str], config: Config) -> list[st
     """The positions of each start's table-perfect game (the start first),
     each once, none of them a held-out start."""
     from pipeline.supervised.tablebase_labels import table_line
-    from pipeline.training.tablebases import default_tablebase_dir, tablebase_store
+    from pipeline.training.tablebases import tablebase_store
 
-    store = tablebase_store(config.train.tablebase_dir or str(default_tablebase_dir()))
+    store = tablebase_store(config.train.tablebase_location())
     rng = random.Random(33)
     seen = {fen_key(fen) for fen in held_out}
     lines: list[str] = []

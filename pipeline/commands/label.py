@@ -78,10 +78,8 @@ def _labeller(args: argparse.Namespace, config: Config, settings: SupervisedConf
 
         return StockfishLabeller(settings)
     from pipeline.supervised.tablebase_labels import TablebaseLabeller
-    from pipeline.training.tablebases import default_tablebase_dir
 
-    folder = config.train.tablebase_dir or str(default_tablebase_dir())
-    return TablebaseLabeller(folder, config.supervised.label_temperature_plies)
+    return TablebaseLabeller(config.train.tablebase_location(), config.supervised.label_temperature_plies)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -32,7 +32,6 @@ labelling each stage of a mate and not only its starts.
 
 from __future__ import annotations
 
-import math
 import random
 from types import TracebackType
 from typing import Self
@@ -80,22 +79,14 @@ def move_verdicts(board: chess.Board, store: TablebaseStore) -> list[tuple[chess
     return verdicts
 
 
-def _best(verdicts: list[tuple[chess.Move, Probe]], temperature: float) -> tuple[list[chess.Move], list[float]]:
+def _best(verdicts: list[tuple[chess.Move, Probe]]) -> tuple[int, list[tuple[chess.Move, int]]]:
+    """The best result (+1, 0, -1) and the moves that keep it, each with its
+    plies beyond the best: a win's beyond the fastest mate, a loss's short of
+    the longest defence, 0 for every drawing move."""
     result = max(verdict.result for _, verdict in verdicts)
-    chosen = [(move, verdict) for move, verdict in verdicts if verdict.result == result]
-    if result == 0:
-        return [move for move, _ in chosen], [1.0] * len(chosen)
-    sign = 1 if result > 0 else -1  # a win wants the fewest plies, a loss the most
-    keys = [sign * (verdict.plies or 0) for _, verdict in chosen]
-    low = min(keys)
-    return [move for move, _ in chosen], [math.exp(-(key - low) / temperature) for key in keys]
-
-
-def _shortest(verdicts: list[tuple[chess.Move, Probe]], result: int) -> list[chess.Move]:
-    """The moves of a decided position that mate fastest (``result`` +1) or resist longest (-1)."""
     chosen = [(move, result * (verdict.plies or 0)) for move, verdict in verdicts if verdict.result == result]
     low = min(key for _, key in chosen)
-    return [move for move, key in chosen if key == low]
+    return result, [(move, key - low) for move, key in chosen]
 
 
 def table_policy(board: chess.Board, store: TablebaseStore, temperature_plies: float
@@ -106,9 +97,9 @@ def table_policy(board: chess.Board, store: TablebaseStore, temperature_plies: f
     verdicts = move_verdicts(board, store)
     if not verdicts:
         raise ValueError(f"no legal move to label in {board.fen()}")
-    moves, weights = _best(verdicts, temperature_plies)
-    probs = np.asarray(weights, dtype=np.float64)
-    return moves, (probs / probs.sum()).astype(np.float32)
+    _, ranked = _best(verdicts)
+    probs = np.exp(-np.asarray([extra for _, extra in ranked], dtype=np.float64) / temperature_plies)
+    return [move for move, _ in ranked], (probs / probs.sum()).astype(np.float32)
 
 
 def table_line(board: chess.Board, store: TablebaseStore, rng: random.Random, max_plies: int = 200
@@ -121,11 +112,10 @@ def table_line(board: chess.Board, store: TablebaseStore, rng: random.Random, ma
     current = board.copy(stack=False)
     while len(line) < max_plies and not current.is_game_over(claim_draw=False):
         line.append(current.copy(stack=False))
-        verdicts = move_verdicts(current, store)
-        result = max(verdict.result for _, verdict in verdicts)
+        result, ranked = _best(move_verdicts(current, store))
         if result == 0:
             break
-        current.push(rng.choice(_shortest(verdicts, result)))
+        current.push(rng.choice([move for move, extra in ranked if extra == 0]))
     return line
 
 

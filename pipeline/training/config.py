@@ -170,8 +170,10 @@ class TrainConfig:
 
     def tablebase_folder(self) -> str:
         """The folder of the distance-to-mate tables when ``tablebases`` is on, else ""."""
-        if not self.tablebases:
-            return ""
+        return self.tablebase_location() if self.tablebases else ""
+
+    def tablebase_location(self) -> str:
+        """The folder of the distance-to-mate tables, whether or not training rescores with them."""
         if self.tablebase_dir:
             return str(Path(self.tablebase_dir).expanduser())
         # Imported here: it loads the native core, which only this setting needs.

@@ -135,7 +135,10 @@ def main(argv: list[str] | None = None) -> None:
     else:
         batches = BATCHES
         dtypes = {"fp32": None, "bf16": torch.bfloat16}
-        torch.backends.cudnn.benchmark = True
+        # No cudnn.benchmark: it re-tunes for every new input shape, and each
+        # self-play batch has its own size (on an H200 it cut self-play from
+        # 122k to 38k evaluations/s); self-play never turns it on either.
+        torch.backends.cudnn.benchmark = False
     device = torch.device("cuda" if cuda else "cpu")
     torch.manual_seed(0)
     config = net_config(args.net)

@@ -12,8 +12,10 @@ spread of the fp32 curves between rounds (seeds): the noise.
 ``bf16-mixed`` pays only where the CPU computes bf16 natively (AMX-BF16 or
 AVX512-BF16; ``train.precision: auto`` picks it there): on an AVX2-only CPU it
 is emulated and 20-35x slower, so keep ``--steps`` small there.
+``--accelerator cuda`` (or ``auto``, which takes CUDA when present) runs the
+same comparison on the GPU, the steps timed between CUDA synchronisations.
 
-    .venv/bin/python bench/train_precision.py [--steps 60] [--repeats 3] [--blocks 6] [--filters 64]
+    .venv/bin/python bench/train_precision.py [--steps 60] [--repeats 3] [--blocks 6] [--filters 64] [--accelerator cpu]
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ class LossClock(pl.Callback):
 
     def on_train_batch_start(self, trainer: pl.Trainer, *args: object) -> None:
         if trainer.global_step == self.warmup:
+            synchronize()
             self.start = time.perf_counter()
 
     def on_train_batch_end(self, trainer: pl.Trainer, module: pl.LightningModule, outputs: Any, *args: object) -> None:
@@ -61,11 +64,18 @@ class LossClock(pl.Callback):
         self.losses.append(float(loss))
 
     def on_train_end(self, trainer: pl.Trainer, module: pl.LightningModule) -> None:
+        synchronize()
         self.end = time.perf_counter()
 
 
+def synchronize() -> None:
+    """Waits for the GPU's queued work, so a clock read covers it (nothing on a CPU)."""
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
 def run_once(net: NetConfig, config: TrainConfig, window: Path, seed: int, precision: str,
-             steps: int, warmup: int) -> tuple[float, list[float]]:  # fmt: skip
+             steps: int, warmup: int, accelerator: str = "cpu") -> tuple[float, list[float]]:  # fmt: skip
     """(samples/s, per-step losses) of one run: initial weights and batch
     order from ``seed``, so the precisions of one round see the same ones."""
     config = replace(config, seed=seed)
@@ -74,7 +84,7 @@ def run_once(net: NetConfig, config: TrainConfig, window: Path, seed: int, preci
     data = ShardDataModule(window, window / "window.json", config, net.policy_encoding)
     clock = LossClock(warmup)
     trainer = pl.Trainer(max_steps=steps, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                         enable_model_summary=False, accelerator="cpu", precision=precision,  # type: ignore[arg-type]
+                         enable_model_summary=False, accelerator=accelerator, devices=1, precision=precision,  # type: ignore[arg-type]
                          callbacks=[clock], num_sanity_val_steps=0)  # fmt: skip
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -86,7 +96,7 @@ def blocks(values: list[float], every: int) -> list[float]:
     return [statistics.fmean(values[i : i + every]) for i in range(0, len(values), every)]
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--warmup", type=int, default=3)
@@ -97,13 +107,21 @@ def main() -> None:
     parser.add_argument("--filters", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--precisions", nargs="+", default=["32-true", "bf16-mixed"])
-    args = parser.parse_args()
+    parser.add_argument("--accelerator", choices=["cpu", "cuda", "auto"], default="cpu",
+                        help="where the steps run (auto: CUDA when present)")
+    args = parser.parse_args(argv)
+    if args.accelerator == "auto":
+        args.accelerator = "cuda" if torch.cuda.is_available() else "cpu"
+    if args.accelerator == "cuda" and not torch.cuda.is_available():
+        parser.error("--accelerator cuda: no CUDA device here")
     torch.set_num_threads(args.threads)
     quiet_lightning_logging()
     net = NetConfig(blocks=args.blocks, filters=args.filters)
     config = TrainConfig(batch_size=args.batch, max_steps=args.steps, shuffle_buffer=4096, seed=0)
+    bf16 = cpu_bf16_support() or "none"
+    where = torch.cuda.get_device_name() if args.accelerator == "cuda" else f"native bf16: {bf16}"
     print(f"{args.blocks}x{args.filters} net, batch {args.batch}, {args.steps} steps, {args.threads} threads, "
-          f"median of {args.repeats}; native bf16: {cpu_bf16_support() or 'none'}")  # fmt: skip
+          f"median of {args.repeats}; {args.accelerator} ({where})")  # fmt: skip
     with tempfile.TemporaryDirectory() as folder:
         window = Path(folder) / "shards"
         window.mkdir()
@@ -111,7 +129,7 @@ def main() -> None:
         runs: dict[str, list[tuple[float, list[float]]]] = {p: [] for p in args.precisions}
         for seed in range(args.repeats):
             for precision, done in runs.items():
-                done.append(run_once(net, config, window, seed, precision, args.steps, args.warmup))
+                done.append(run_once(net, config, window, seed, precision, args.steps, args.warmup, args.accelerator))
     base = statistics.median(rate for rate, _ in runs[args.precisions[0]])
     curves = {p: blocks([statistics.fmean(step) for step in zip(*(l for _, l in done))], args.every)
               for p, done in runs.items()}  # fmt: skip

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -13,8 +12,8 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def load_bench() -> ModuleType:
-    sys.path.insert(0, str(ROOT / "bench"))  # the bench imports its folder's train.py
+def load_bench(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))  # the bench imports its folder's train.py
     spec = importlib.util.spec_from_file_location("bench_train_precision", ROOT / "bench" / "train_precision.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -26,10 +25,12 @@ TINY = ["--steps", "4", "--warmup", "1", "--repeats", "1", "--every", "2", "--bl
         "--batch", "16", "--precisions", "32-true"]  # fmt: skip
 
 
-def test_the_precision_bench_prints_rate_and_loss_curve(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_precision_bench_prints_rate_and_loss_curve(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     threads = torch.get_num_threads()
     try:
-        load_bench().main([*TINY, "--accelerator", "auto"])
+        load_bench(monkeypatch).main([*TINY, "--accelerator", "auto"])
     finally:
         torch.set_num_threads(threads)
     out = capsys.readouterr().out
@@ -39,8 +40,10 @@ def test_the_precision_bench_prints_rate_and_loss_curve(capsys: pytest.CaptureFi
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA present")
-def test_cuda_is_refused_in_one_line_without_a_gpu(capsys: pytest.CaptureFixture[str]) -> None:
+def test_cuda_is_refused_in_one_line_without_a_gpu(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     with pytest.raises(SystemExit) as stopped:
-        load_bench().main([*TINY, "--accelerator", "cuda"])
+        load_bench(monkeypatch).main([*TINY, "--accelerator", "cuda"])
     assert stopped.value.code == 2
     assert "--accelerator cuda: no CUDA device here" in capsys.readouterr().err

@@ -74,6 +74,15 @@ class TrainConfig:
             (``net.soft_policy``) against the policy target raised to 1/4
             and renormalised, which keeps learning the order of the
             unlikely moves; 0 = off (needs ``net.soft_policy: true`` when > 0).
+        anchor_dir: a folder of labelled shards (``zerochess label``'s
+            ``train`` split, e.g. the tables' labels of a supervised start)
+            whose positions join every replay window, so that self-play's
+            targets do not wash out what the labels taught; empty: none.
+        anchor_fraction: the share of each window's positions drawn from
+            ``anchor_dir``, in [0, 1): with n self-play positions,
+            ``n * f / (1 - f)`` of its positions, whole shards in an order
+            that changes with the data (:func:`pipeline.training.window.anchor_pieces`);
+            0 = off.
         window_positions: the replay window: training positions
             (``full_search`` rows) read from the most recent shards.
         window_growth: KataGo's growing window: with N training positions in
@@ -127,6 +136,8 @@ class TrainConfig:
     tablebase_dir: str = ""
     soft_policy_weight: float = 0.0
     weight_average_decay: float = 0.0
+    anchor_dir: str = ""
+    anchor_fraction: float = 0.0
     window_positions: int = 500_000
     window_growth: float = 0.0
     window_exponent: float = 0.65
@@ -158,6 +169,9 @@ class TrainConfig:
         require("train.q_ratio", self.q_ratio, 0 <= self.q_ratio <= 1, "in [0, 1]")
         require("train.weight_average_decay", self.weight_average_decay, 0 <= self.weight_average_decay < 1,
                 "in [0, 1)")  # fmt: skip
+        require("train.anchor_fraction", self.anchor_fraction, 0 <= self.anchor_fraction < 1, "in [0, 1)")
+        require("train.anchor_dir", self.anchor_dir, self.anchor_fraction == 0 or bool(self.anchor_dir.strip()),
+                "a folder of labelled shards when train.anchor_fraction > 0")  # fmt: skip
         _choice("l2_mode", self.l2_mode, L2_MODES)
         _choice("device", self.device, DEVICES)
         _choice("precision", self.precision, PRECISIONS)

@@ -10,6 +10,11 @@ Every shard taken is validated (:func:`pipeline.shards.read_shard`); a bad one
 is moved to ``<data>/quarantine/`` with a ``.reason.txt`` beside it, as
 :func:`pipeline.shards.load_shards` does, and the window reaches further back.
 
+With ``train.anchor_fraction`` f > 0, labelled shards of ``train.anchor_dir``
+join the window after the self-play pieces: n self-play positions bring
+``n * f / (1 - f)`` anchor positions (:func:`anchor_pieces`), so that every
+batch keeps about that share of, e.g., a supervised start's labels.
+
 The result is a :class:`Window`: a list of :class:`Piece` (shard path, its
 row counts, the training-row range used), saved as JSON in the run folder so
 that a resumed run reads exactly the same positions.
@@ -33,6 +38,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -46,6 +52,7 @@ __all__ = [
     "TrainDataError",
     "Window",
     "WindowIndex",
+    "anchor_pieces",
     "build_window",
     "count_training_rows",
     "window_size",
@@ -285,6 +292,8 @@ def build_window(
         raise TrainDataError(
             f"{directory}: no training positions (full_search rows) in {len(paths)} shard(s)"
         )
+    if config.anchor_fraction > 0:
+        pieces += anchor_pieces(config, taken, total, policy_encoding)
     log.info(
         "replay window: %d positions from %d of %d shards (%d in the folder, window %d)",
         taken,
@@ -294,6 +303,45 @@ def build_window(
         size,
     )
     return Window(directory, total, size, tuple(pieces))
+
+
+def anchor_pieces(config: TrainConfig, selfplay_rows: int, total: int, policy_encoding: str) -> list[Piece]:
+    """The pieces of ``train.anchor_dir`` that join a window of ``selfplay_rows`` self-play positions.
+
+    ``round(selfplay_rows * f / (1 - f))`` positions for f = ``train.anchor_fraction``
+    (all of the folder's when it has fewer): whole shards in an order seeded
+    by ``train.seed`` and ``total`` (the self-play positions of the data
+    folder, so each new window draws another mix), the last one cut short.
+    Every shard taken is validated; a bad one is quarantined, as self-play's are.
+
+    Raises:
+        TrainDataError: the folder does not exist or holds no training
+            positions, or a shard's policy encoding differs from the network's.
+    """
+    directory = config.anchor_dir
+    if not os.path.isdir(directory):
+        raise TrainDataError(f"train.anchor_dir {directory!r}: no such folder (labelled shards to mix in)")
+    paths = list_shards(directory)
+    wanted = round(selfplay_rows * config.anchor_fraction / (1 - config.anchor_fraction))
+    order = np.random.default_rng([config.seed, total]).permutation(len(paths))
+    pieces: list[Piece] = []
+    taken = 0
+    for position in order:
+        if taken >= wanted:
+            break
+        piece = _take(paths[position], wanted - taken, config.check_legality, policy_encoding)
+        if piece is not None:
+            pieces.append(piece)
+            taken += piece.rows
+    if not pieces:
+        raise TrainDataError(
+            f"train.anchor_dir {directory!r}: no training positions (full_search rows) in {len(paths)} shard(s)"
+        )
+    if taken < wanted:
+        log.warning("train.anchor_dir %s: %d positions, fewer than the %d wanted; all of them are used",
+                    directory, taken, wanted)  # fmt: skip
+    log.info("anchor: %d positions from %d of %d shards of %s", taken, len(pieces), len(paths), directory)
+    return pieces
 
 
 def _take(path: str, wanted: int, check_legality: bool, policy_encoding: str) -> Piece | None:

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
 
 import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 
 @pytest.fixture(scope="module")
@@ -34,3 +40,24 @@ def torch_threads(request: pytest.FixtureRequest) -> Iterator[None]:
     torch.set_num_threads(getattr(request.module, "TORCH_THREADS", 1))
     yield
     torch.set_num_threads(previous)
+
+
+@pytest.fixture(scope="module")
+def bench_script() -> Iterator[Callable[[str], ModuleType]]:
+    """Loads ``bench/NAME.py`` (a script, not a package) as the module
+    ``bench_NAME``, executed anew at each call: registered in ``sys.modules``
+    (dataclasses look their module up) and with ``bench/`` on ``sys.path`` (a
+    bench may import its neighbours, e.g. ``common``); both are undone after
+    the test module."""
+    with pytest.MonkeyPatch.context() as patch:
+
+        def load(name: str) -> ModuleType:
+            patch.syspath_prepend(str(BENCH))
+            spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            patch.setitem(sys.modules, spec.name, module)
+            spec.loader.exec_module(module)
+            return module
+
+        yield load

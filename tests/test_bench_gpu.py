@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
+from collections.abc import Callable
+from types import ModuleType
 
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
 
-
-def test_gpu_bench_smoke_runs_on_cpu(capsys: pytest.CaptureFixture[str]) -> None:
-    spec = importlib.util.spec_from_file_location("bench_gpu", ROOT / "bench" / "gpu.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+def test_gpu_bench_smoke_runs_on_cpu(capsys: pytest.CaptureFixture[str],
+                                     bench_script: Callable[[str], ModuleType]) -> None:  # fmt: skip
+    module = bench_script("gpu")
     threads = torch.get_num_threads()
     try:
         module.main(["--smoke"])

@@ -3,8 +3,9 @@ settings, against the real Stockfish on a local Ray cluster."""
 
 from __future__ import annotations
 
-import importlib.util
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from run_helpers import have_stockfish
@@ -13,29 +14,26 @@ from models.net import AlphaZeroNet
 from pipeline.checkpoint import save_net
 from pipeline.config import load_config
 
-ROOT = Path(__file__).resolve().parents[1]
 STARTS = ("8/8/8/8/8/3k4/8/Q3K3 w - - 0 1", "7k/8/6K1/8/8/8/8/1Q6 w - - 0 1",
           "8/8/8/3k4/8/8/8/R3K3 w - - 0 1")  # fmt: skip
 
 
-def bench() -> object:
-    spec = importlib.util.spec_from_file_location("bench_mate_rate", ROOT / "bench" / "mate_rate.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+@pytest.fixture()
+def bench(bench_script: Callable[[str], ModuleType]) -> ModuleType:
+    return bench_script("mate_rate")
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not have_stockfish(), reason="needs Stockfish")
 @pytest.mark.usefixtures("local_ray")  # the bench joins it and leaves it for the fixture to shut down
-def test_each_setting_gets_a_row_of_mates_by_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_each_setting_gets_a_row_of_mates_by_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                  bench: ModuleType) -> None:  # fmt: skip
     net = save_net(AlphaZeroNet(load_config(None, [], preset="tiny").net), tmp_path / "net.pt")
     starts = tmp_path / "starts.epd"
     starts.write_text("".join(f"{fen}\n" for fen in STARTS))
-    code = bench().main([str(net), "--starts", str(starts), "--kinds", "KQK", "--simulations", "4",
-                         "--preset", "tiny", "--out", str(tmp_path / "out"),
-                         "--try", "search.moves_left_slope=0.1 search.moves_left_cap=1.0"])  # fmt: skip
+    code = bench.main([str(net), "--starts", str(starts), "--kinds", "KQK", "--simulations", "4",
+                       "--preset", "tiny", "--out", str(tmp_path / "out"),
+                       "--try", "search.moves_left_slope=0.1 search.moves_left_cap=1.0"])  # fmt: skip
     assert code == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if " mates " in line]
     assert len(rows) == 2 and rows[0].startswith("baseline") and "moves_left_slope=0.1" in rows[1]
@@ -43,14 +41,14 @@ def test_each_setting_gets_a_row_of_mates_by_kind(tmp_path: Path, capsys: pytest
     assert (tmp_path / "out" / "row1" / "mate.pgn").exists()
 
 
-def test_a_missing_net_or_no_start_of_the_kinds_is_one_line(tmp_path: Path) -> None:
+def test_a_missing_net_or_no_start_of_the_kinds_is_one_line(tmp_path: Path, bench: ModuleType) -> None:
     starts = tmp_path / "starts.epd"
     starts.write_text(STARTS[0] + "\n")
     with pytest.raises(SystemExit, match="no such file"):
-        bench().main([str(tmp_path / "none.pt"), "--starts", str(starts)])
+        bench.main([str(tmp_path / "none.pt"), "--starts", str(starts)])
     net = tmp_path / "net.pt"
     net.write_bytes(b"")
     with pytest.raises(SystemExit, match="no start of the kinds"):
-        bench().main([str(net), "--starts", str(starts), "--kinds", "KBNK"])
+        bench.main([str(net), "--starts", str(starts), "--kinds", "KBNK"])
     with pytest.raises(SystemExit, match="--simulations must be >= 1"):
-        bench().main([str(net), "--starts", str(starts), "--simulations", "0"])
+        bench.main([str(net), "--starts", str(starts), "--simulations", "0"])

@@ -2,35 +2,26 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
+from collections.abc import Callable
 from types import ModuleType
 
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
 
-
-def load_bench(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    monkeypatch.syspath_prepend(str(ROOT / "bench"))  # the bench imports its folder's train.py
-    spec = importlib.util.spec_from_file_location("bench_train_precision", ROOT / "bench" / "train_precision.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+@pytest.fixture()
+def bench(bench_script: Callable[[str], ModuleType]) -> ModuleType:
+    return bench_script("train_precision")  # it imports its folder's train.py: bench_script puts bench/ on the path
 
 
 TINY = ["--steps", "4", "--warmup", "1", "--repeats", "1", "--every", "2", "--blocks", "1", "--filters", "8",
         "--batch", "16", "--precisions", "32-true"]  # fmt: skip
 
 
-def test_the_precision_bench_prints_rate_and_loss_curve(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_precision_bench_prints_rate_and_loss_curve(capsys: pytest.CaptureFixture[str], bench: ModuleType) -> None:
     threads = torch.get_num_threads()
     try:
-        load_bench(monkeypatch).main([*TINY, "--accelerator", "auto"])
+        bench.main([*TINY, "--accelerator", "auto"])
     finally:
         torch.set_num_threads(threads)
     out = capsys.readouterr().out
@@ -40,10 +31,8 @@ def test_the_precision_bench_prints_rate_and_loss_curve(
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA present")
-def test_cuda_is_refused_in_one_line_without_a_gpu(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_cuda_is_refused_in_one_line_without_a_gpu(capsys: pytest.CaptureFixture[str], bench: ModuleType) -> None:
     with pytest.raises(SystemExit) as stopped:
-        load_bench(monkeypatch).main([*TINY, "--accelerator", "cuda"])
+        bench.main([*TINY, "--accelerator", "cuda"])
     assert stopped.value.code == 2
     assert "--accelerator cuda: no CUDA device here" in capsys.readouterr().err

@@ -9,9 +9,7 @@ against issue 20's thresholds.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -35,22 +33,9 @@ from pipeline.quantize import (
     quantize_onnx_int8,
 )
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "int8.py"
-
-
-def _bench() -> ModuleType:
-    """``bench/int8.py`` as a module (it is a script, not a package)."""
-    spec = importlib.util.spec_from_file_location("bench_int8", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_int8"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
-def bench() -> ModuleType:
-    return _bench()
+def bench(bench_script: Callable[[str], ModuleType]) -> ModuleType:
+    return bench_script("int8")
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,9 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from run_helpers import have_stockfish
@@ -191,21 +193,10 @@ def test_a_tiny_run_records_the_measure_in_the_ledger_mlflow_and_the_plot(tmp_pa
 # ---------------------------------------------------------------- bench/learning.py --rate
 
 
-def _learning_bench(monkeypatch: pytest.MonkeyPatch):
-    """``bench/learning.py`` as a module (registered while the test runs: its dataclasses need it)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("bench_learning", ROOT / "bench" / "learning.py")
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    monkeypatch.setitem(sys.modules, "bench_learning", module)
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(not have_stockfish(), reason="no Stockfish binary")
-def test_the_learning_bench_rates_each_evaluation_point_with_rate(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_the_learning_bench_rates_each_evaluation_point_with_rate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  bench_script: Callable[[str], ModuleType]) -> None:  # fmt: skip
     """``--rate`` reaches every phase, and an evaluation point then carries a
     real rating (a tiny net, 2 games at 1 level of a cached chain) in its
     record and its printed line; without it, nothing is rated."""
@@ -215,7 +206,7 @@ def test_the_learning_bench_rates_each_evaluation_point_with_rate(tmp_path: Path
     from pipeline.evaluation.rating_levels import LevelPlan, default_cache_path, engine_info, write_chain
     from pipeline.players.stockfish import find_stockfish
 
-    learning = _learning_bench(monkeypatch)
+    learning = bench_script("learning")
     phases: list = []
     monkeypatch.setattr(learning, "init_ray", lambda *args, **kwargs: None)
     monkeypatch.setattr(learning, "run_phase", lambda phase, *args, **kwargs: phases.append(phase) or [])

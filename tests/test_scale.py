@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -68,16 +69,10 @@ def test_a_producer_rate_below_zero_names_the_setting(template: str, tmp_path: P
         Producer({}, str(tmp_path), template, rate=-1.0)
 
 
-def test_the_bench_rejects_what_the_cluster_cannot_host() -> None:
-    import importlib.util
-
+def test_the_bench_rejects_what_the_cluster_cannot_host(bench_script: Callable[[str], ModuleType]) -> None:
     from pipeline.config import ConfigError
 
-    spec = importlib.util.spec_from_file_location("bench_scale", ROOT / "bench" / "scale.py")
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules["bench_scale"] = bench  # its dataclasses look their module up
-    spec.loader.exec_module(bench)
+    bench = bench_script("scale")
     check_rate, parse = bench.check_rate, bench.parse
     args = parse(["--producer-cpus", "0.25", "--nodes", "2", "--node-producers", "4"])
     check_rate(400.0, 8, 20e-6, args)

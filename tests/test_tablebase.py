@@ -11,8 +11,9 @@ Nalimov's tables): KQK 10 moves, KRK 16, KBBK 19, KBNK 33, KQKR 35.
 
 from __future__ import annotations
 
-import importlib.util
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import chess
 import numpy as np
@@ -242,11 +243,8 @@ def test_the_settings_are_read_like_every_train_key(tmp_path: Path) -> None:
     assert TrainConfig(tablebases=True).tablebase_folder().endswith("zerochess/tablebases")
 
 
-def test_the_bench_prints_the_longest_mates_beside_the_published_ones(capsys: pytest.CaptureFixture[str]) -> None:
-    spec = importlib.util.spec_from_file_location("bench_tablebase", ROOT / "bench" / "tablebase.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert module.main(["--tables", "KQvK,KRvK,KBvK"]) == 0
+def test_the_bench_prints_the_longest_mates_beside_the_published_ones(
+        capsys: pytest.CaptureFixture[str], bench_script: Callable[[str], ModuleType]) -> None:  # fmt: skip
+    assert bench_script("tablebase").main(["--tables", "KQvK,KRvK,KBvK"]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
     assert [(row[0], row[2], row[3]) for row in rows] == [("KQvK", "10", "10"), ("KRvK", "16", "16"), ("KBvK", "0", "-")]

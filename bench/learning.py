@@ -93,6 +93,9 @@ is that net.  ``--bootstrap-labels tablebases`` labels the endgame phase's
 positions from the native distance-to-mate tables instead (``zerochess label
 --tablebases``: exact results, the fastest mates as the policy, the distance
 as the plies left), each position with those of its table-perfect game.
+``--anchor-fraction F`` keeps those labels in self-play's training: a share F
+of every replay window is drawn from them (``train.anchor_dir``,
+``train.anchor_fraction``).
 
 Results: ``OUT/<phase>/curve.json`` and ``OUT/<phase>/curve.png`` (``--plot-dir``
 copies the plots, e.g. into ``docs/`` for the README).
@@ -150,6 +153,7 @@ from pipeline.selfplay.endgames import (  # noqa: E402
 from pipeline.selfplay.starts import load_start_positions  # noqa: E402
 
 MATE_PLIES = 100  # 50 moves of each side
+ANCHOR_SHARD_POSITIONS = 2000  # --anchor-fraction: label shards this small, so a window draws a varied mix
 DEFENCE = "stockfish:depth=10"
 
 
@@ -358,20 +362,24 @@ def zerochess(*arguments: str) -> None:
 
 
 def bootstrap_net(out: Path, source: list[str], labels_with: list[str], steps: int, preset: str,
-                  overrides: list[str]) -> Path:  # fmt: skip
+                  overrides: list[str], shard_positions: int = 0) -> Path:  # fmt: skip
     """Seed 001's supervised start before self-play: the positions of
     ``source`` (``zerochess label``'s ``--random N`` or ``--positions FILE``)
     labelled as ``labels_with`` says (``--depth D`` for Stockfish, or
     ``--tablebases``), and ``steps`` steps of ``zerochess pretrain`` on them.
-    Returns the net (a rerun reuses what is already done)."""
+    ``shard_positions`` > 0 cuts the labels into shards of that many rows
+    (small shards let ``--anchor-fraction`` draw a varied mix of them).
+    Returns the net (a rerun reuses what is already done); the labels are in
+    ``out/label/train``."""
     net = out / "pretrain" / "net.pt"
     if net.exists():
         return net
     labels = out / "label"
     sets = [item for override in overrides for item in ("--set", override)]
     if not (labels / "label.json").exists():
+        sharding = ["--set", f"supervised.positions_per_shard={shard_positions}"] if shard_positions else []
         zerochess("label", *source, *labels_with, "--out", str(labels), "--overwrite",
-                  "--preset", preset, *sets)  # fmt: skip
+                  "--preset", preset, *sets, *sharding)  # fmt: skip
     zerochess("pretrain", "--data", str(labels), "--out", str(out / "pretrain"), "--preset", preset, *sets,
               "--set", f"train.max_steps={steps}", "--no-progress")  # fmt: skip
     return net
@@ -386,7 +394,10 @@ def endgame_bootstrap_positions(args: argparse.Namespace, out: Path, folder: Pat
     ``--bootstrap-labels tablebases``, ``--bootstrap-random-positions``
     random positions of those kinds (the strong side to move, at any
     distance from mate) join them, and each position brings the positions
-    of its table-perfect game (:func:`table_lines`)."""
+    of its table-perfect game (:func:`table_lines`); ``--bootstrap-replies
+    N`` adds one random move from each of N positions of those games
+    (:func:`blunder_replies`), ``--bootstrap-blunders N`` up to N positions
+    just after a move that throws a won position away (:func:`losing_moves`)."""
     path = folder / "positions.epd"
     if path.exists():
         return path
@@ -402,9 +413,63 @@ def endgame_bootstrap_positions(args: argparse.Namespace, out: Path, folder: Pat
         anywhere = endgame_fens(kinds, args.bootstrap_random_positions, seed=34, exclude=[*held_out, *first]) \
             if args.bootstrap_random_positions else []  # fmt: skip
         fens = table_lines(fens + anywhere, held_out, load_config(ROOT / "params.yaml", args.set))
+        fens += blunder_replies(fens, args.bootstrap_replies, held_out) + \
+            losing_moves(fens, args.bootstrap_blunders, held_out, load_config(ROOT / "params.yaml", args.set))
     write_epd(path, fens, "bootstrap", header=f"supervised start of the endgame phase ({','.join(kinds)}), "
                                              "made by bench/learning.py")  # fmt: skip
     return path
+
+
+def blunder_replies(fens: list[str], count: int, held_out: list[str]) -> list[str]:
+    """The position after one random legal move from each of ``count``
+    positions drawn from ``fens`` (seeded), none of them already in
+    ``fens`` or held out.  A table-perfect game never leaves a piece en
+    prise, so without these a net trained on the tables' labels has never
+    seen the weak side to move with the queen to take: its value head scores
+    such a position as the strong side's win and its policy gives the
+    capture almost nothing, and a 32-simulation search then plays the
+    blunder (the queen in KQKR)."""
+    if count <= 0:
+        return []
+    drawn = random.Random(35).sample(fens, min(count, len(fens)))
+    return random_replies(drawn, seed=36, exclude=[*held_out, *fens])
+
+
+def losing_moves(fens: list[str], count: int, held_out: list[str], config: Config) -> list[str]:
+    """Up to ``count`` positions just after a move that throws a win away:
+    from positions of ``fens`` (in a seeded order) that the tables score as
+    won for the side to move, the position after each move that the tables
+    score as a draw or a loss for the mover (the queen left to a rook's
+    skewer, a stalemate-free piece hung, ...), none of them already in
+    ``fens`` or held out, none of them over.  Random moves find these
+    rarely; the tables' labels then teach the value head that the win is
+    gone and the policy the refutation."""
+    if count <= 0:
+        return []
+    from pipeline.supervised.tablebase_labels import NotInTables, move_verdicts
+    from pipeline.training.tablebases import tablebase_store
+
+    store = tablebase_store(config.train.tablebase_location())
+    seen = {fen_key(fen) for fen in [*fens, *held_out]}
+    found: list[str] = []
+    for index in random.Random(37).sample(range(len(fens)), len(fens)):
+        if len(found) >= count:
+            break
+        board = chess.Board(fens[index])
+        try:
+            verdicts = move_verdicts(board, store)
+        except NotInTables:
+            continue
+        if not verdicts or max(verdict.result for _, verdict in verdicts) != 1:
+            continue
+        for move, verdict in verdicts:
+            board.push(move)
+            key = fen_key(board.fen())
+            if verdict.result != 1 and key not in seen and not board.is_game_over():
+                seen.add(key)
+                found.append(board.fen())
+            board.pop()
+    return found[:count]
 
 
 def table_lines(fens: list[str], held_out: list[str], config: Config) -> list[str]:
@@ -666,7 +731,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bootstrap-random-positions", type=int, default=0,
                         help="with --bootstrap-labels tablebases: this many random positions of the hardest kinds "
                              "(the strong side to move, any distance from mate) join the walked-back ones")
+    parser.add_argument("--bootstrap-replies", type=int, default=0,
+                        help="with --bootstrap-labels tablebases: one random move from each of this many positions "
+                             "of the table-perfect games (some leave a piece en prise), labelled too")
+    parser.add_argument("--bootstrap-blunders", type=int, default=0,
+                        help="with --bootstrap-labels tablebases: up to this many positions just after a move that "
+                             "throws a won position of those games away (the tables' verdict), labelled too")
     parser.add_argument("--bootstrap-steps", type=int, default=2000, help="pretraining steps on them")
+    parser.add_argument("--anchor-fraction", type=float, default=0.0,
+                        help="with --bootstrap: this share of every self-play training window drawn from the "
+                             "supervised start's labels (train.anchor_dir/anchor_fraction; labels cut into shards of "
+                             f"{ANCHOR_SHARD_POSITIONS} positions); 0: self-play data only")
     parser.add_argument("--minutes", type=float, default=45.0, help="time budget of the endgame phase")
     parser.add_argument("--minutes-standard", type=float, default=55.0, help="time budget of the standard phase")
     parser.add_argument("--max-generations", type=int, default=1000,
@@ -736,8 +811,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.bootstrap_random_positions < 0 or (args.bootstrap_random_positions and args.bootstrap_labels != "tablebases"):
         raise SystemExit(f"--bootstrap-random-positions must be >= 0 and goes with --bootstrap-labels tablebases, "
                          f"got {args.bootstrap_random_positions}")  # fmt: skip
+    for name in ("replies", "blunders"):
+        value = getattr(args, f"bootstrap_{name}")
+        if value < 0 or (value and args.bootstrap_labels != "tablebases"):
+            raise SystemExit(f"--bootstrap-{name} must be >= 0 and goes with --bootstrap-labels tablebases, got {value}")
     if args.bootstrap_labels == "tablebases" and (not args.bootstrap or args.phase != "endgame"):
         raise SystemExit("--bootstrap-labels tablebases is for --bootstrap --phase endgame (the tables hold endings)")
+    if not 0 <= args.anchor_fraction < 1 or (args.anchor_fraction and not args.bootstrap):
+        raise SystemExit(f"--anchor-fraction must be in [0, 1) and goes with --bootstrap, got {args.anchor_fraction}")
     if args.backward and not args.next_kinds:
         raise SystemExit("--backward needs --next-kinds (the kinds of its walked-back starts)")
     if args.backward:
@@ -787,8 +868,13 @@ def main(argv: list[str] | None = None) -> int:
                 ["--positions", str(endgame_bootstrap_positions(args, out, folder))]  # fmt: skip
             labels_with = ["--tablebases"] if args.bootstrap_labels == "tablebases" else \
                 ["--depth", str(args.bootstrap_depth)]  # fmt: skip
-            init_net = bootstrap_net(folder, source, labels_with, args.bootstrap_steps, args.preset, args.set)
+            init_net = bootstrap_net(folder, source, labels_with, args.bootstrap_steps, args.preset, args.set,
+                                     ANCHOR_SHARD_POSITIONS if args.anchor_fraction else 0)  # fmt: skip
             spent = (time.monotonic() - begun) / 60
+            if args.anchor_fraction:
+                anchor = (folder / "label" / "train").resolve()
+                phase = replace(phase, overrides=[*phase.overrides, f"train.anchor_dir={anchor}",
+                                                  f"train.anchor_fraction={args.anchor_fraction}"])  # fmt: skip
             print(f"[bootstrap] supervised start {init_net} in {spent:.1f} min", flush=True)
         if args.recheck:
             recheck(phase, folder, [int(g) for g in args.recheck.split(",")], args.preset)

@@ -5,10 +5,10 @@ its loop, ledger and evaluation are stood in for)."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import chess
@@ -18,16 +18,9 @@ from pipeline.evaluation.match import load_openings
 from pipeline.selfplay import load_start_positions
 from pipeline.selfplay.backward import fen_key
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
 @pytest.fixture()
-def learning(monkeypatch: pytest.MonkeyPatch) -> Any:
-    spec = importlib.util.spec_from_file_location("bench_learning", ROOT / "bench" / "learning.py")
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    monkeypatch.setitem(sys.modules, "bench_learning", module)
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+def learning(bench_script: Callable[[str], ModuleType]) -> Any:
+    return bench_script("learning")
 
 
 def entry(**rates: float) -> dict[str, Any]:
@@ -202,7 +195,7 @@ def test_the_tablebase_start_labels_whole_table_lines_and_no_held_out_start(lear
     args = argparse.Namespace(kinds="KQK", train_positions=10, max_mate=6, eval_positions=2, next_kinds="KRK",
                               next_train_positions=4, next_eval_positions=4, next_max_mate=5, mate_nodes=1000,
                               keep_first=0.2, bootstrap_positions=20, bootstrap_labels="tablebases",
-                              bootstrap_random_positions=6,
+                              bootstrap_random_positions=6, bootstrap_replies=0, bootstrap_blunders=0,
                               set=[f"train.tablebase_dir={tables}"])  # fmt: skip
     learning.endgame_starts(args, tmp_path)
     folder = tmp_path / "endgame-tablebases"
@@ -215,3 +208,76 @@ def test_the_tablebase_start_labels_whole_table_lines_and_no_held_out_start(lear
     store = tablebase_store(str(tables))
     plies = [probe(chess.Board(fen), store).plies for fen in fens]
     assert 1 in plies and all(p is None or p >= 1 for p in plies)  # lines run to the mate, which is left out
+
+    # --bootstrap-replies: one random move from some of those positions, each new, none held out
+    args.bootstrap_replies = 12
+    again = tmp_path / "with-replies"
+    again.mkdir()
+    more = load_start_positions(learning.endgame_bootstrap_positions(args, tmp_path, again))
+    assert more[: len(fens)] == fens
+    replies = more[len(fens):]
+    assert 6 <= len(replies) <= 12  # a reply that ends the game or repeats a position is dropped
+    assert not {fen_key(fen) for fen in replies} & (set(keys) | held_out)
+    after = {fen_key(board.fen()) for fen in fens for board in _one_move_later(fen)}
+    assert all(fen_key(fen) in after for fen in replies)
+    assert learning.blunder_replies(fens, 12, []) == learning.blunder_replies(fens, 12, [])  # seeded
+    assert learning.blunder_replies(fens, 0, []) == []
+
+    # --bootstrap-blunders: positions just after a move that threw a won position away, by the tables
+    config = learning.load_config(None, [f"train.tablebase_dir={tables}"])
+    thrown = learning.losing_moves(fens, 10, [], config)
+    assert 1 <= len(thrown) <= 10 and not {fen_key(fen) for fen in thrown} & set(keys)
+    for fen in thrown:
+        board = chess.Board(fen)
+        assert not board.is_game_over() and probe(board, store).result >= 0  # the mover's win is gone
+        parents = [parent for parent in fens if fen_key(fen) in {fen_key(b.fen()) for b in _one_move_later(parent)}]
+        assert any(probe(chess.Board(parent), store).result == 1 for parent in parents)
+    assert learning.losing_moves(fens, 10, [], config) == thrown and learning.losing_moves(fens, 0, [], config) == []
+
+
+def _one_move_later(fen: str) -> list[chess.Board]:
+    board = chess.Board(fen)
+    boards = []
+    for move in board.legal_moves:
+        board.push(move)
+        boards.append(board.copy())
+        board.pop()
+    return boards
+
+
+def test_the_anchor_fraction_keeps_the_supervised_labels_in_self_play(learning: Any, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """``--anchor-fraction`` reaches self-play's training as the supervised
+    start's ``label/train`` folder and the share, cuts the labels into small
+    shards, and is refused without ``--bootstrap`` or outside [0, 1)."""
+    starts = tmp_path / "bench"
+    starts.mkdir()
+    for name in ("endgames_train.epd", "endgames_eval.epd"):
+        (starts / name).write_text("8/8/8/8/8/3k4/8/Q3K3 w - - 0 1\n")
+    phases: list[Any] = []
+    built: list[int] = []
+
+    def bootstrap_net(folder: Path, *args: Any) -> Path:
+        built.append(args[-1])
+        return folder / "pretrain" / "net.pt"
+
+    monkeypatch.setattr(learning, "init_ray", lambda *args, **kwargs: None)
+    monkeypatch.setattr(learning, "endgame_bootstrap_positions", lambda args, out, folder: folder / "positions.epd")
+    monkeypatch.setattr(learning, "bootstrap_net", bootstrap_net)
+    monkeypatch.setattr(learning, "run_phase", lambda phase, *args, **kwargs: phases.append(phase) or [])
+    common = ["--out", str(starts), "--phase", "endgame", "--bootstrap"]
+    assert learning.main([*common, "--anchor-fraction", "0.5"]) == 0
+    assert learning.main(common) == 0
+    anchored, plain = phases
+    label = (starts / "endgame-bootstrap" / "label" / "train").resolve()
+    assert anchored.overrides[-2:] == [f"train.anchor_dir={label}", "train.anchor_fraction=0.5"]
+    assert not any(override.startswith("train.anchor") for override in plain.overrides)
+    assert built == [learning.ANCHOR_SHARD_POSITIONS, 0]
+    for wrong in (["--anchor-fraction", "1"], ["--anchor-fraction", "-0.1"]):
+        with pytest.raises(SystemExit, match="--anchor-fraction must be in"):
+            learning.main([*common, *wrong])
+    with pytest.raises(SystemExit, match="goes with --bootstrap"):
+        learning.main(["--out", str(starts), "--phase", "endgame", "--anchor-fraction", "0.5"])
+    for name in ("replies", "blunders"):
+        with pytest.raises(SystemExit, match=f"--bootstrap-{name} must be >= 0 and goes with --bootstrap-labels"):
+            learning.main([*common, f"--bootstrap-{name}", "10"])

@@ -412,9 +412,10 @@ def endgame_bootstrap_positions(args: argparse.Namespace, out: Path, folder: Pat
     if args.bootstrap_labels == "tablebases":
         anywhere = endgame_fens(kinds, args.bootstrap_random_positions, seed=34, exclude=[*held_out, *first]) \
             if args.bootstrap_random_positions else []  # fmt: skip
-        fens = table_lines(fens + anywhere, held_out, load_config(ROOT / "params.yaml", args.set))
+        config = load_config(ROOT / "params.yaml", args.set)
+        fens = table_lines(fens + anywhere, held_out, config)
         fens += blunder_replies(fens, args.bootstrap_replies, held_out) + \
-            losing_moves(fens, args.bootstrap_blunders, held_out, load_config(ROOT / "params.yaml", args.set))
+            losing_moves(fens, args.bootstrap_blunders, held_out, config)
     write_epd(path, fens, "bootstrap", header=f"supervised start of the endgame phase ({','.join(kinds)}), "
                                              "made by bench/learning.py")  # fmt: skip
     return path

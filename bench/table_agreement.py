@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from models.encoding import encode_board  # noqa: E402
+from models.net_heads import wdl_value  # noqa: E402
 from models.policy import indices  # noqa: E402
 from pipeline.checkpoint import load_net  # noqa: E402
 from pipeline.selfplay.endgames import EndgameKind, parse_kind  # noqa: E402
@@ -105,8 +106,7 @@ def net_outputs(path: str) -> Outputs:
             result = net(planes)
         logits, value = result[0].float(), result[1].float()
         if value.dim() == 2:
-            probabilities = torch.softmax(value, dim=1)
-            value = probabilities[:, 0] - probabilities[:, 2]
+            value = wdl_value(value)
         return logits.numpy(), value.flatten().numpy()
 
     return outputs

@@ -115,12 +115,16 @@ class SearchConfig:
     (PUCT), or its completed Q (Gumbel: before the rescaling to sigma, so the
     root's halving, the interior selection and the improved policy see it), gets
 
-        clamp(slope * (M_child - M_parent), -cap, cap) * (-sign(Q)) * (|Q| - threshold) / (1 - threshold)
+        clamp(slope * (M_child - M_parent), -cap, cap) * (-sign(q)) * (|q| - threshold) / (1 - threshold)
 
-    with M_parent the node's mean plies left and M_child = the child's mean
-    plies left + 1 (counting the move).  A winning side thus prefers the
-    moves that end the game sooner, a losing one those that last longer;
-    unvisited children get no utility.
+    with q the child's mean value (the node's side's view; no utility where
+    |q| is not above the threshold), M_parent the node's mean plies left and
+    M_child = the child's mean plies left + 1 (counting the move).  A winning
+    side thus prefers the moves that end the game sooner, a losing one those
+    that last longer; unvisited children, and drawn ones (a stalemate ends
+    the game at once), get no utility.  Weighting by the child's q, as lc0
+    does, matters once the cap is large: weighted by the node's Q, a
+    stalemate in a won ending gained up to the whole cap for being short.
     """
 
     num_simulations: int = 200

@@ -37,32 +37,36 @@ RESCALE_EPSILON = 1e-8
 # Selection
 
 
-def moves_left_utility(node: Node, config: SearchConfig) -> tuple[float, float] | None:
-    """The moves-left utility's terms at ``node`` (see :class:`SearchConfig`):
-    ``(weight, parent_m)`` with weight = -sign(Q) * (|Q| - threshold) /
-    (1 - threshold), or ``None`` when it does not apply (slope 0, an
-    unvisited node, |Q| not above the threshold).  A visited child's utility
-    is then ``clamp(slope * (M_child - parent_m), -cap, cap) * weight`` with
-    M_child = the child's mean plies left + 1 (:func:`child_utility`)."""
+def moves_left_utility(node: Node, config: SearchConfig) -> float | None:
+    """The parent's mean plies left at ``node`` when the moves-left utility
+    applies there (see :class:`SearchConfig`), else ``None`` (slope 0, an
+    unvisited node, |Q| not above the threshold).  Each visited child then
+    gets :func:`child_utility`."""
     if config.moves_left_slope == 0.0 or node.visits == 0:
         return None
     parent = float(node.visits)
-    q = node.value_sum / parent
-    excess = abs(q) - config.moves_left_threshold
-    if not excess > 0.0:
+    if not abs(node.value_sum / parent) > config.moves_left_threshold:
         return None
-    fraction = excess / (1.0 - config.moves_left_threshold)
-    weight = -fraction if q > 0.0 else fraction
-    return weight, node.moves_left_sum / parent
+    return node.moves_left_sum / parent
 
 
-def child_utility(child: Node | None, weight: float, parent_m: float, config: SearchConfig) -> float:
-    """A child's moves-left utility (0 for an unvisited child; see :func:`moves_left_utility`)."""
+def child_utility(child: Node | None, q: float, parent_m: float, config: SearchConfig) -> float:
+    """A visited child's moves-left utility: ``clamp(slope * (M_child -
+    parent_m), -cap, cap) * -sign(q) * (|q| - threshold) / (1 - threshold)``
+    with ``q`` the child's mean value from the parent's side and M_child its
+    mean plies left + 1; 0 for an unvisited child or where |q| is not above
+    the threshold (a drawn child, a stalemate among them, is never preferred
+    for being short)."""
     if child is None or child.visits == 0:
         return 0.0
+    excess = abs(q) - config.moves_left_threshold
+    if not excess > 0.0:
+        return 0.0
+    fraction = excess / (1.0 - config.moves_left_threshold)
     child_m = child.moves_left_sum / float(child.visits) + 1.0
     cap = config.moves_left_cap
-    return min(max(config.moves_left_slope * (child_m - parent_m), -cap), cap) * weight
+    term = min(max(config.moves_left_slope * (child_m - parent_m), -cap), cap)
+    return -term * fraction if q > 0.0 else term * fraction
 
 
 def select_puct(node: Node, config: SearchConfig, skip: list[bool] | None) -> int:
@@ -76,14 +80,14 @@ def select_puct(node: Node, config: SearchConfig, skip: list[bool] | None) -> in
     else:
         fpu = config.fpu_value
     k = c * math.sqrt(max(n_parent, 1))
-    utility = moves_left_utility(node, config)
+    parent_m = moves_left_utility(node, config)
     best_index, best_score = 0, -math.inf
     for index, (prior, n, w) in enumerate(zip(node.priors, node.child_n, node.child_w)):
         if skip is not None and skip[index]:
             continue
         score = (w / n if n else fpu) + k * prior / (1.0 + n)
-        if utility is not None:
-            score += child_utility(node.children[index], utility[0], utility[1], config)
+        if parent_m is not None and n:
+            score += child_utility(node.children[index], w / n, parent_m, config)
         if score > best_score:
             best_index, best_score = index, score
     return best_index
@@ -238,11 +242,11 @@ def gumbel_sigma(node: Node, config: SearchConfig) -> tuple[list[float], list[fl
             weighted += max(prior, TINY) * (w / n) / sum_p
     mixed = (node.raw_value + sum_n * weighted) / (sum_n + 1.0)
     completed = [w / n if n > 0 else mixed for n, w in zip(child_n, child_w)]
-    utility = moves_left_utility(node, config)
-    if utility is not None:
-        for index, n in enumerate(child_n):
+    parent_m = moves_left_utility(node, config)
+    if parent_m is not None:
+        for index, (n, w) in enumerate(zip(child_n, child_w)):
             if n > 0:
-                completed[index] += child_utility(node.children[index], utility[0], utility[1], config)
+                completed[index] += child_utility(node.children[index], w / n, parent_m, config)
     low, high = min(completed), max(completed)
     span = max(high - low, RESCALE_EPSILON)
     scale = (config.gumbel_c_visit + max_n) * config.gumbel_c_scale

@@ -30,6 +30,7 @@ from models.policy import get_policy_map
 from models.search_config import SearchConfig, SearchError
 from models.search_drivers import run_search, run_searches
 from models.search_node import Node
+from models.search_rules import child_utility
 from models.search_tree import GameTree
 
 ROOK_ENDING = "7k/p7/8/8/4K3/8/8/1R6 w - - 0 1"
@@ -37,6 +38,8 @@ ROOK_ENDING = "7k/p7/8/8/4K3/8/8/1R6 w - - 0 1"
 files and 14 rook moves."""
 MATE_AND_STALEMATE = "k7/8/2K5/8/8/8/8/1Q6 w - - 0 1"
 """Qb7# mates, Qb6 stalemates."""
+STALEMATE_NO_MATE = "7k/8/5K2/8/8/8/8/1Q6 w - - 0 1"
+"""White wins; Kf7 and Qg6 stalemate at once, and no move mates."""
 COLOUR_PLANE, OWN_KING, THEIR_KING = 112, 5, 11
 
 
@@ -236,6 +239,51 @@ def test_below_the_threshold_the_utility_does_nothing(algorithm: str) -> None:
     assert _king_file_visits(0.4, slope=0.02, algorithm=algorithm) == _king_file_visits(
         0.4, slope=0.0, algorithm=algorithm
     )
+
+
+@pytest.mark.parametrize("algorithm", ["puct", "gumbel"])
+def test_a_stalemate_gains_nothing_for_ending_the_game_at_once(algorithm: str) -> None:
+    # Every leaf says White wins (0.9) with 40 plies left; the two stalemates
+    # end the game now (M = 0, q = 0).  Weighted by the node's Q (before), a
+    # slope of 0.3 capped at 1.0 lifted them to about 0.9 and their visits
+    # with them; weighted by their own q they gain nothing.
+    config = SearchConfig(
+        num_simulations=400, leaves_per_batch=4, cache_size=0, algorithm=algorithm,
+        moves_left_threshold=0.5, moves_left_slope=0.3, moves_left_cap=1.0,
+    )  # fmt: skip
+    python_tree, native_tree = _searched_pair(
+        chess.Board(STALEMATE_NO_MATE), config, ConstantValueEvaluator(0.9, moves_left=40.0)
+    )
+    visits = _visits_by_move(python_tree)
+    assert _visits_by_move(native_tree) == visits
+    stalemates = visits["f6f7"] + visits["b1g6"]
+    assert python_tree.result().best_move.uci() not in ("f6f7", "b1g6")
+    assert stalemates <= 2 * config.num_simulations / len(visits)
+    for move in ("f6f7", "b1g6"):
+        child = python_tree.root.children[[m.uci() for m in python_tree.root.moves].index(move)]
+        assert child is not None and child.visits >= 1
+        assert child_utility(child, 0.0, 40.0, config) == 0.0
+    winning = next(c for c in python_tree.root.children if c is not None and c.visits and c.moves_left() > 1)
+    assert child_utility(winning, 0.9, 1.0, config) < 0.0  # a longer win than the node's M costs
+    assert child_utility(winning, -0.9, 1.0, config) > 0.0  # a longer loss gains
+
+
+class ConstantValueEvaluator(BatchEvaluatorOnLeaves):
+    """Hashed priors (/ 10: nearly uniform), the value ``white_value`` for
+    white (its opposite for black), D = 0 and the same M for every leaf."""
+
+    def __init__(self, white_value: float, moves_left: float) -> None:
+        self.white_value, self.moves_left = white_value, moves_left
+        self.hashed = HashEvaluator(seed=3)
+
+    def evaluate_batch(
+        self, planes: np.ndarray, rows: np.ndarray, indices: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        logits, _ = self.hashed.evaluate_batch(planes, rows, indices)
+        black = planes[:, COLOUR_PLANE, 0, 0] == 1
+        values = np.where(black, -self.white_value, self.white_value).astype(np.float32)
+        aux = np.stack([np.zeros(len(planes)), np.full(len(planes), self.moves_left)], axis=1).astype(np.float32)
+        return (logits / 10).astype(np.float32), values, aux
 
 
 def test_native_self_play_takes_aux_and_the_utility() -> None:

@@ -320,11 +320,12 @@ class SearchTree {
   int make_child(int parent, int edge_index, const PathStep* path, int path_size);
   int select(int node_id);
   int select_puct(const Node& node, Skip skip) const;
-  // The moves-left utility's weight and parent M at ``node``; false where it
-  // does not apply (models.search_rules.moves_left_utility).
-  bool moves_left_terms(const Node& node, double& weight, double& parent_m) const;
-  // The moves-left utility of a visited child (models.search_rules.child_utility).
-  double child_utility(const Edge& edge, double weight, double parent_m) const;
+  // The parent M at ``node`` where the moves-left utility applies; false where
+  // it does not (models.search_rules.moves_left_utility).
+  bool moves_left_terms(const Node& node, double& parent_m) const;
+  // The moves-left utility of a visited child, weighted by its own mean value
+  // (models.search_rules.child_utility).
+  double child_utility(const Edge& edge, double parent_m) const;
   int select_gumbel_interior(const Node& node, Skip skip) const;
   int select_gumbel_root(const Node& node, Skip skip) const;
   // Whether root selections skip the proven moves (score_alternatives at a proven root).

@@ -47,11 +47,11 @@ void SearchTree::gumbel_sigma(const Node& node) const {
   }
   const double mixed = (node.raw_value + sum_n * weighted) / (sum_n + 1.0);
   double low = std::numeric_limits<double>::infinity(), high = -low;
-  double weight = 0.0, parent_m = 0.0;
-  const bool utility = moves_left_terms(node, weight, parent_m);
+  double parent_m = 0.0;
+  const bool utility = moves_left_terms(node, parent_m);
   for (int i = 0; i < count; ++i) {
     double q = edge[i].n > 0.0 ? edge[i].w / edge[i].n : mixed;
-    if (utility && edge[i].n > 0.0) q += child_utility(edge[i], weight, parent_m);
+    if (utility && edge[i].n > 0.0) q += child_utility(edge[i], parent_m);
     sigma[i] = q;
     low = std::min(low, q);
     high = std::max(high, q);

@@ -107,8 +107,8 @@ int SearchTree::select_puct(const Node& node, Skip skip) const {
     fpu = params_.fpu_value;
   }
   const double k = c * std::sqrt(static_cast<double>(std::max(n_parent, 1LL)));
-  double weight = 0.0, parent_m = 0.0;
-  const bool utility = moves_left_terms(node, weight, parent_m);
+  double parent_m = 0.0;
+  const bool utility = moves_left_terms(node, parent_m);
   const Edge* edge = edges_.data() + node.edge_begin;
   int best_index = 0;
   double best_score = -std::numeric_limits<double>::infinity();
@@ -116,7 +116,7 @@ int SearchTree::select_puct(const Node& node, Skip skip) const {
     if (skipped(edge[i], skip)) continue;
     const double n = edge[i].n;
     double score = (n != 0.0 ? edge[i].w / n : fpu) + k * edge[i].prior / (1.0 + n);
-    if (utility) score += child_utility(edge[i], weight, parent_m);
+    if (utility && n != 0.0) score += child_utility(edge[i], parent_m);
     if (score > best_score) {
       best_index = i;
       best_score = score;
@@ -125,26 +125,30 @@ int SearchTree::select_puct(const Node& node, Skip skip) const {
   return best_index;
 }
 
-// Moves-left utility (models.search_rules.moves_left_utility): weight =
-// -sign(Q) * (|Q| - threshold) / (1 - threshold) when |Q| > threshold.
-bool SearchTree::moves_left_terms(const Node& node, double& weight, double& parent_m) const {
+// Moves-left utility (models.search_rules.moves_left_utility): it applies at
+// a visited node whose |Q| is above the threshold; parent_m is its mean M.
+bool SearchTree::moves_left_terms(const Node& node, double& parent_m) const {
   if (params_.moves_left_slope == 0.0 || node.visits == 0) return false;
   const double parent = static_cast<double>(node.visits);
-  const double q = node.value_sum / parent;
-  const double excess = std::abs(q) - params_.moves_left_threshold;
-  if (!(excess > 0.0)) return false;
-  const double fraction = excess / (1.0 - params_.moves_left_threshold);
-  weight = q > 0.0 ? -fraction : fraction;
+  if (!(std::abs(node.value_sum / parent) > params_.moves_left_threshold)) return false;
   parent_m = node.moves_left_sum / parent;
   return true;
 }
 
-double SearchTree::child_utility(const Edge& edge, double weight, double parent_m) const {
-  if (edge.child < 0 || nodes_[edge.child].visits == 0) return 0.0;
+// A visited child's utility (models.search_rules.child_utility), weighted by
+// -sign(q) * (|q| - threshold) / (1 - threshold) with q = the edge's mean
+// value (the parent's side): a drawn child gets none.
+double SearchTree::child_utility(const Edge& edge, double parent_m) const {
+  if (edge.child < 0 || nodes_[edge.child].visits == 0 || edge.n == 0.0) return 0.0;
+  const double q = edge.w / edge.n;
+  const double excess = std::abs(q) - params_.moves_left_threshold;
+  if (!(excess > 0.0)) return 0.0;
+  const double fraction = excess / (1.0 - params_.moves_left_threshold);
   const Node& child = nodes_[edge.child];
   const double child_m = child.moves_left_sum / static_cast<double>(child.visits) + 1.0;
   const double cap = params_.moves_left_cap;
-  return std::min(std::max(params_.moves_left_slope * (child_m - parent_m), -cap), cap) * weight;
+  const double term = std::min(std::max(params_.moves_left_slope * (child_m - parent_m), -cap), cap);
+  return q > 0.0 ? -term * fraction : term * fraction;
 }
 
 bool SearchTree::simulate(LeafBatch& out) {

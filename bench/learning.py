@@ -95,7 +95,12 @@ positions from the native distance-to-mate tables instead (``zerochess label
 as the plies left), each position with those of its table-perfect game.
 ``--anchor-fraction F`` keeps those labels in self-play's training: a share F
 of every replay window is drawn from them (``train.anchor_dir``,
-``train.anchor_fraction``).
+``train.anchor_fraction``).  ``--bootstrap-dagger R`` then runs R rounds of
+DAgger over the tables before self-play (:func:`dagger_net`,
+``bench/table_dagger.py``): the net plays fresh starts of the hardest kinds
+against Stockfish's defence, the positions it reached are labelled by the
+tables, and it trains on them beside the supervised start's labels; the
+rounds count in the time budget too.
 
 Results: ``OUT/<phase>/curve.json`` and ``OUT/<phase>/curve.png`` (``--plot-dir``
 copies the plots, e.g. into ``docs/`` for the README).
@@ -151,6 +156,8 @@ from pipeline.selfplay.endgames import (  # noqa: E402
     write_epd,
 )
 from pipeline.selfplay.starts import load_start_positions  # noqa: E402
+from pipeline.training.tablebases import tablebase_store  # noqa: E402
+from table_dagger import dagger_starts, mix_folder, visited_positions  # noqa: E402  (bench/, this script's folder)
 
 MATE_PLIES = 100  # 50 moves of each side
 ANCHOR_SHARD_POSITIONS = 2000  # --anchor-fraction: label shards this small, so a window draws a varied mix
@@ -382,6 +389,52 @@ def bootstrap_net(out: Path, source: list[str], labels_with: list[str], steps: i
                   "--preset", preset, *sets, *sharding)  # fmt: skip
     zerochess("pretrain", "--data", str(labels), "--out", str(out / "pretrain"), "--preset", preset, *sets,
               "--set", f"train.max_steps={steps}", "--no-progress")  # fmt: skip
+    return net
+
+
+def dagger_net(args: argparse.Namespace, out: Path, folder: Path, net: Path, phase: Phase, preset: str) -> Path:
+    """``--bootstrap-dagger`` rounds from the supervised start ``net`` (see
+    ``bench/table_dagger.py``): each round's net plays ``--dagger-starts``
+    fresh starts of the hardest kinds at the evaluation's settings against
+    Stockfish's defence, the tables label the positions it reached, and
+    ``--dagger-steps`` steps of ``zerochess pretrain`` continue it on the
+    supervised start's labels with every round's, those ``--dagger-repeat``
+    times.  Returns the last round's net (a rerun reuses finished rounds)."""
+    config = load_config(ROOT / "params.yaml", phase.overrides, preset=preset)
+    settings = replace(match_settings(config), event="bench learning dagger")
+    store = tablebase_store(str(config.train.tablebase_location()))
+    held_out = load_start_positions(out / "endgames_eval.epd")
+    pool = load_start_positions(folder / "positions.epd")
+    kinds = [kind.name for kind in parse_kinds(args.next_kinds or args.kinds)]
+    max_plies = 2 * (args.next_max_mate if args.next_kinds else max(args.max_mate, 1))
+    sets = [item for override in args.set for item in ("--set", override)]
+    rounds: list[Path] = []
+    for number in range(1, args.bootstrap_dagger + 1):
+        here = folder / "dagger" / f"round{number:02d}"
+        trained = here / "pretrain" / "net.pt"
+        rounds.append(here / "label")
+        if trained.exists():
+            net = trained
+            continue
+        here.mkdir(parents=True, exist_ok=True)
+        starts = dagger_starts(pool, endgame_kind, kinds, args.dagger_starts, max_plies, held_out, store,
+                               seed=100 + number)  # fmt: skip
+        write_epd(here / "starts.epd", starts, "dagger", header=f"DAgger round {number}'s starts, made by bench/learning.py")
+        games = here / "games.pgn"
+        games.unlink(missing_ok=True)  # a round cut short plays again from the start
+        played = mate_rate(f"net:{net}:sims={config.gating.simulations}", load_openings(here / "starts.epd"),
+                           settings, games)  # fmt: skip
+        visited = visited_positions(games)
+        write_epd(here / "visited.epd", visited, "visited", header=f"DAgger round {number}: the net's positions")
+        zerochess("label", "--positions", str(here / "visited.epd"), "--tablebases", "--out", str(here / "label"),
+                  "--overwrite", "--preset", preset, *sets, "--set", "supervised.positions_per_shard=2000")  # fmt: skip
+        mix_folder(here / "mix", folder / "label", rounds, args.dagger_repeat)
+        zerochess("pretrain", "--data", str(here / "mix"), "--out", str(here / "pretrain"), "--init-checkpoint",
+                  str(net), "--preset", preset, *sets, "--set", f"train.max_steps={args.dagger_steps}",
+                  "--no-progress")  # fmt: skip
+        print(f"[dagger] round {number}: the net before it mated {played['mates']}/{played['games']} of "
+              f"{len(starts)} starts; {len(visited)} positions labelled", flush=True)  # fmt: skip
+        net = trained
     return net
 
 
@@ -739,6 +792,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --bootstrap-labels tablebases: up to this many positions just after a move that "
                              "throws a won position of those games away (the tables' verdict), labelled too")
     parser.add_argument("--bootstrap-steps", type=int, default=2000, help="pretraining steps on them")
+    parser.add_argument("--bootstrap-dagger", type=int, default=0, metavar="ROUNDS",
+                        help="with --bootstrap-labels tablebases: this many DAgger rounds after the supervised start "
+                             "(the net plays fresh starts of the hardest kinds against Stockfish, the tables label "
+                             "the positions it reached, it trains on them; bench/table_dagger.py)")
+    parser.add_argument("--dagger-starts", type=int, default=300, help="each DAgger round's starts (as many of each kind)")
+    parser.add_argument("--dagger-steps", type=int, default=1500, help="each DAgger round's training steps")
+    parser.add_argument("--dagger-repeat", type=int, default=8,
+                        help="each DAgger round's labels join the training data this many times")
     parser.add_argument("--anchor-fraction", type=float, default=0.0,
                         help="with --bootstrap: this share of every self-play training window drawn from the "
                              "supervised start's labels (train.anchor_dir/anchor_fraction; labels cut into shards of "
@@ -816,6 +877,12 @@ def main(argv: list[str] | None = None) -> int:
         value = getattr(args, f"bootstrap_{name}")
         if value < 0 or (value and args.bootstrap_labels != "tablebases"):
             raise SystemExit(f"--bootstrap-{name} must be >= 0 and goes with --bootstrap-labels tablebases, got {value}")
+    if args.bootstrap_dagger < 0 or (args.bootstrap_dagger and args.bootstrap_labels != "tablebases"):
+        raise SystemExit(f"--bootstrap-dagger must be >= 0 and goes with --bootstrap-labels tablebases, "
+                         f"got {args.bootstrap_dagger}")  # fmt: skip
+    if min(args.dagger_starts, args.dagger_steps, args.dagger_repeat) < 1:
+        raise SystemExit(f"--dagger-starts, --dagger-steps and --dagger-repeat must be >= 1, got "
+                         f"{args.dagger_starts}, {args.dagger_steps}, {args.dagger_repeat}")  # fmt: skip
     if args.bootstrap_labels == "tablebases" and (not args.bootstrap or args.phase != "endgame"):
         raise SystemExit("--bootstrap-labels tablebases is for --bootstrap --phase endgame (the tables hold endings)")
     if not 0 <= args.anchor_fraction < 1 or (args.anchor_fraction and not args.bootstrap):
@@ -871,9 +938,12 @@ def main(argv: list[str] | None = None) -> int:
                 ["--depth", str(args.bootstrap_depth)]  # fmt: skip
             init_net = bootstrap_net(folder, source, labels_with, args.bootstrap_steps, args.preset, args.set,
                                      ANCHOR_SHARD_POSITIONS if args.anchor_fraction else 0)  # fmt: skip
+            if args.bootstrap_dagger:
+                init_net = dagger_net(args, out, folder, init_net, phase, args.preset)
             spent = (time.monotonic() - begun) / 60
-            if args.anchor_fraction:
-                anchor = (folder / "label" / "train").resolve()
+            if args.anchor_fraction:  # with DAgger: the last round's mix, every round's labels in it
+                anchor = (folder / "dagger" / f"round{args.bootstrap_dagger:02d}" / "mix" / "train"
+                          if args.bootstrap_dagger else folder / "label" / "train").resolve()  # fmt: skip
                 phase = replace(phase, overrides=[*phase.overrides, f"train.anchor_dir={anchor}",
                                                   f"train.anchor_fraction={args.anchor_fraction}"])  # fmt: skip
             print(f"[bootstrap] supervised start {init_net} in {spent:.1f} min", flush=True)

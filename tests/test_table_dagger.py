@@ -1,0 +1,160 @@
+"""DAgger over the tables (``bench/table_dagger.py`` and ``bench/learning.py
+--bootstrap-dagger``): the starts each round draws, the positions it takes
+from the net's games, the training folder it mixes, and one real round
+(Stockfish's defence on a local Ray cluster, ``zerochess label --tablebases``,
+``zerochess pretrain --init-checkpoint``) on the 3-piece tables."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import chess
+import chess.pgn
+import pytest
+from run_helpers import have_stockfish
+
+from models.net import AlphaZeroNet
+from pipeline.checkpoint import save_net
+from pipeline.config import load_config
+from pipeline.selfplay import load_start_positions
+from pipeline.supervised.tablebase_labels import probe, table_line
+from pipeline.training.tablebases import tablebase_store
+
+KQK_WON = "8/8/8/3k4/8/8/8/Q3K3 w - - 0 1"
+KRK_WON = "8/8/8/3k4/8/8/8/R3K3 w - - 0 1"
+
+
+@pytest.fixture()
+def dagger(bench_script: Callable[[str], ModuleType]) -> ModuleType:
+    return bench_script("table_dagger")
+
+
+@pytest.fixture()
+def learning(bench_script: Callable[[str], ModuleType]) -> Any:
+    return bench_script("learning")
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("tables")
+
+
+def _lines(store: Any) -> list[str]:
+    """Both sides' positions of table-perfect KQK and KRK games, Black strong in half of them."""
+    import random
+
+    fens: list[str] = []
+    for start in (KQK_WON, KRK_WON, "4k3/8/8/8/8/8/7q/2K5 b - - 0 1", "4k3/8/8/8/8/8/7r/2K5 b - - 0 1"):
+        fens += [board.fen() for board in table_line(chess.Board(start), store, random.Random(1))]
+    return fens
+
+
+def test_the_starts_are_won_strong_side_to_move_white_within_the_bound_and_not_held_out(
+        dagger: ModuleType, learning: Any, tables: Path) -> None:  # fmt: skip
+    store = tablebase_store(str(tables))
+    fens = _lines(store)
+    held_out = [fens[0]]
+    starts = dagger.dagger_starts(fens, learning.endgame_kind, ["KQK", "KRK"], 8, 30, held_out, store, seed=1)
+    assert len(starts) == 8
+    assert [learning.endgame_kind(fen) for fen in starts].count("KQK") == 4
+    for fen in starts:
+        board = chess.Board(fen)
+        assert board.turn == chess.WHITE and dagger.strong_colour(board) == chess.WHITE
+        verdict = probe(board, store)
+        assert verdict.result == 1 and verdict.plies is not None and verdict.plies <= 30
+        assert board.board_fen() != chess.Board(held_out[0]).board_fen()
+    mirrored = {chess.Board(fen).mirror().board_fen() for fen in fens if chess.Board(fen).turn == chess.BLACK}
+    assert any(chess.Board(fen).board_fen() in mirrored for fen in starts)  # Black-strong positions, turned round
+    again = dagger.dagger_starts(fens, learning.endgame_kind, ["KQK", "KRK"], 8, 30, held_out, store, seed=1)
+    assert again == starts
+    assert dagger.dagger_starts(fens, learning.endgame_kind, ["KQK", "KRK"], 8, 30, held_out, store, seed=2) != starts
+    short = dagger.dagger_starts(fens, learning.endgame_kind, ["KQK"], 50, 3, [], store, seed=1)
+    assert short and all(probe(chess.Board(fen), store).plies <= 3 for fen in short)
+    assert dagger.dagger_starts(fens, learning.endgame_kind, ["KBNK"], 5, 30, [], store, seed=1) == []
+    with pytest.raises(ValueError, match="count and max_plies must be >= 1, got 0, 30"):
+        dagger.dagger_starts(fens, learning.endgame_kind, ["KQK"], 0, 30, [], store, seed=1)
+
+
+def test_the_visited_positions_are_the_nets_games_each_position_once(dagger: ModuleType, tmp_path: Path) -> None:
+    pgn = tmp_path / "games.pgn"
+    texts = []
+    for white, moves in (("net:a.pt:sims=4", ["a1a2", "d5d4", "a2a1", "d4d5"]), ("stockfish:depth=10", ["a1a8"])):
+        game = chess.pgn.Game()
+        game.setup(chess.Board(KQK_WON))
+        game.headers["White"] = white
+        node: Any = game
+        for uci in moves:
+            node = node.add_variation(chess.Move.from_uci(uci))
+        texts.append(str(game))
+    pgn.write_text("\n\n".join(texts) + "\n")
+    visited = dagger.visited_positions(pgn)
+    # four positions before a move: the first comes back after two moves each, and counts once
+    assert [chess.Board(fen).board_fen() for fen in visited] == [
+        chess.Board(KQK_WON).board_fen(), "8/8/8/3k4/8/8/Q7/4K3", "8/8/8/8/3k4/8/Q7/4K3", "8/8/8/8/3k4/8/8/Q3K3"]
+    assert dagger.visited_positions(tmp_path / "none.pgn") == []
+
+
+def test_the_mix_holds_the_start_labels_and_each_rounds_repeat_times(dagger: ModuleType, tmp_path: Path) -> None:
+    base, first, second = tmp_path / "base", tmp_path / "r1", tmp_path / "r2"
+    for folder, parts in ((base, ("train", "heldout")), (first, ("train", "heldout")), (second, ("train",))):
+        for part in parts:
+            (folder / part).mkdir(parents=True)
+            (folder / part / f"label-{part}-00000.parquet").write_bytes(b"rows")
+    mix = dagger.mix_folder(tmp_path / "mix", base, [first, second], 3)
+    train = sorted(path.name for path in (mix / "train").iterdir())
+    assert len(train) == 1 + 2 * 3 and "label-train-00000.parquet" in train
+    assert sorted(path.name for path in (mix / "heldout").iterdir()) == ["label-heldout-00000.parquet"]
+    assert all((mix / "train" / name).resolve().read_bytes() == b"rows" for name in train)
+    dagger.mix_folder(tmp_path / "mix", base, [first], 2)  # rebuilt, not added to
+    assert len(list((mix / "train").iterdir())) == 1 + 2
+    with pytest.raises(ValueError, match="repeat must be >= 1, got 0"):
+        dagger.mix_folder(tmp_path / "mix", base, [first], 0)
+
+
+def test_the_bench_refuses_dagger_settings_that_cannot_apply(learning: Any, tmp_path: Path) -> None:
+    common = ["--out", str(tmp_path), "--phase", "endgame", "--bootstrap"]
+    with pytest.raises(SystemExit, match="--bootstrap-dagger must be >= 0 and goes with --bootstrap-labels tablebases"):
+        learning.main([*common, "--bootstrap-dagger", "2"])
+    with pytest.raises(SystemExit, match="--bootstrap-dagger must be >= 0"):
+        learning.main([*common, "--bootstrap-labels", "tablebases", "--bootstrap-dagger", "-1"])
+    with pytest.raises(SystemExit, match="--dagger-steps and --dagger-repeat must be >= 1, got 300, 0, 8"):
+        learning.main([*common, "--bootstrap-labels", "tablebases", "--dagger-steps", "0"])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not have_stockfish(), reason="needs Stockfish")
+@pytest.mark.usefixtures("local_ray")
+def test_a_dagger_round_plays_labels_and_trains_on_from_the_net(learning: Any, tmp_path: Path, tables: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """One real round: the net plays its starts against Stockfish, the tables
+    label what it reached, ``zerochess pretrain`` continues the net on the
+    mix; a rerun reuses the finished round."""
+    store = tablebase_store(str(tables))
+    folder = tmp_path / "endgame-tablebases"
+    folder.mkdir()
+    (tmp_path / "endgames_eval.epd").write_text(KQK_WON + "\n")
+    learning.write_epd(folder / "positions.epd", _lines(store), "bootstrap")
+    settings = [f"train.tablebase_dir={tables}", "gating.simulations=4", "search.num_simulations=4"]
+    learning.zerochess("label", "--positions", str(folder / "positions.epd"), "--tablebases", "--out",
+                       str(folder / "label"), "--preset", "tiny", *[x for s in settings for x in ("--set", s)])  # fmt: skip
+    net = save_net(AlphaZeroNet(load_config(None, [], preset="tiny").net), tmp_path / "gen0.pt")
+    args = argparse.Namespace(kinds="KQK,KRK", next_kinds="", max_mate=10, bootstrap_dagger=1, dagger_starts=4,
+                              dagger_steps=3, dagger_repeat=2, set=settings)  # fmt: skip
+    phase = learning.Phase("endgame", settings, [])
+    trained = learning.dagger_net(args, tmp_path, folder, net, phase, "tiny")
+    here = folder / "dagger" / "round01"
+    assert trained == here / "pretrain" / "net.pt" and trained.exists()
+    starts = load_start_positions(here / "starts.epd")
+    assert len(starts) == 4 and chess.Board(KQK_WON).board_fen() not in {chess.Board(f).board_fen() for f in starts}
+    visited = load_start_positions(here / "visited.epd")
+    assert len(visited) > len(starts)
+    assert {chess.Board(fen).board_fen() for fen in starts} <= {chess.Board(fen).board_fen() for fen in visited}
+    assert list((here / "label" / "train").glob("*.parquet"))
+    mixed = list((here / "mix" / "train").iterdir())
+    assert sum(path.name.startswith("dagger0-") for path in mixed) == 2 * len(list((here / "label" / "train").glob("*.parquet")))
+    monkeypatch.setattr(learning, "mate_rate", lambda *args: pytest.fail("a finished round is played again"))
+    assert learning.dagger_net(args, tmp_path, folder, net, phase, "tiny") == trained

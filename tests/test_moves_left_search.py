@@ -38,8 +38,8 @@ ROOK_ENDING = "7k/p7/8/8/4K3/8/8/1R6 w - - 0 1"
 files and 14 rook moves."""
 MATE_AND_STALEMATE = "k7/8/2K5/8/8/8/8/1Q6 w - - 0 1"
 """Qb7# mates, Qb6 stalemates."""
-STALEMATE_NO_MATE = "7k/8/5K2/8/8/8/8/1Q6 w - - 0 1"
-"""White wins; Kf7 and Qg6 stalemate at once, and no move mates."""
+ROOK_CHECK_STALEMATE = "8/8/1rK5/8/k7/2Q5/8/8 w - - 14 8"
+"""Black's rook checks; Kxb6 stalemates, four king moves go on."""
 COLOUR_PLANE, OWN_KING, THEIR_KING = 112, 5, 11
 
 
@@ -243,29 +243,32 @@ def test_below_the_threshold_the_utility_does_nothing(algorithm: str) -> None:
 
 @pytest.mark.parametrize("algorithm", ["puct", "gumbel"])
 def test_a_stalemate_gains_nothing_for_ending_the_game_at_once(algorithm: str) -> None:
-    # Every leaf says White wins (0.9) with 40 plies left; the two stalemates
-    # end the game now (M = 0, q = 0).  Weighted by the node's Q (before), a
-    # slope of 0.3 capped at 1.0 lifted them to about 0.9 and their visits
-    # with them; weighted by their own q they gain nothing.
+    # A KQKR game's position: the rook checks, and Kxb6 stalemates.  Every
+    # leaf says White wins (0.95) with 40 plies left; the stalemate ends the
+    # game now (q = 0, M = 0).  Weighted by the node's Q (the rule before
+    # 2026-12-04), a slope of 0.3 capped at 1.0 lifted it by up to 0.75 and
+    # PUCT gave it 24 of 400 visits; weighted by its own q it gains nothing.
     config = SearchConfig(
         num_simulations=400, leaves_per_batch=4, cache_size=0, algorithm=algorithm,
-        moves_left_threshold=0.5, moves_left_slope=0.3, moves_left_cap=1.0,
+        moves_left_threshold=0.8, moves_left_slope=0.3, moves_left_cap=1.0,
     )  # fmt: skip
     python_tree, native_tree = _searched_pair(
-        chess.Board(STALEMATE_NO_MATE), config, ConstantValueEvaluator(0.9, moves_left=40.0)
+        chess.Board(ROOK_CHECK_STALEMATE), config, ConstantValueEvaluator(0.95, moves_left=40.0)
     )
     visits = _visits_by_move(python_tree)
     assert _visits_by_move(native_tree) == visits
-    stalemates = visits["f6f7"] + visits["b1g6"]
-    assert python_tree.result().best_move.uci() not in ("f6f7", "b1g6")
-    assert stalemates <= 2 * config.num_simulations / len(visits)
-    for move in ("f6f7", "b1g6"):
-        child = python_tree.root.children[[m.uci() for m in python_tree.root.moves].index(move)]
-        assert child is not None and child.visits >= 1
-        assert child_utility(child, 0.0, 40.0, config) == 0.0
-    winning = next(c for c in python_tree.root.children if c is not None and c.visits and c.moves_left() > 1)
-    assert child_utility(winning, 0.9, 1.0, config) < 0.0  # a longer win than the node's M costs
-    assert child_utility(winning, -0.9, 1.0, config) > 0.0  # a longer loss gains
+    assert python_tree.result().best_move.uci() != "c6b6"
+    if algorithm == "puct":
+        assert visits["c6b6"] <= 12
+    moves = [move.uci() for move in python_tree.root.moves]
+    stalemate = python_tree.root.children[moves.index("c6b6")]
+    assert stalemate is not None and stalemate.visits >= 1
+    assert child_utility(stalemate, 0.0, 40.0, config) == 0.0
+    winning = python_tree.root.children[moves.index("c6c7")]
+    assert winning is not None and winning.visits >= 1
+    assert child_utility(winning, 0.95, 1.0, config) < 0.0  # longer than the node's M: a cost to the winner
+    assert child_utility(winning, -0.95, 1.0, config) > 0.0  # and a gain to the loser
+    assert child_utility(winning, 0.5, 1.0, config) == 0.0  # |q| not above the threshold
 
 
 class ConstantValueEvaluator(BatchEvaluatorOnLeaves):

@@ -395,17 +395,17 @@ def bootstrap_net(out: Path, source: list[str], labels_with: list[str], steps: i
 def dagger_net(args: argparse.Namespace, out: Path, folder: Path, net: Path, phase: Phase, preset: str) -> Path:
     """``--bootstrap-dagger`` rounds from the supervised start ``net`` (see
     ``bench/table_dagger.py``): each round's net plays ``--dagger-starts``
-    fresh starts of the hardest kinds at the evaluation's settings against
-    Stockfish's defence, the tables label the positions it reached, and
-    ``--dagger-steps`` steps of ``zerochess pretrain`` continue it on the
-    supervised start's labels with every round's, those ``--dagger-repeat``
-    times.  Returns the last round's net (a rerun reuses finished rounds)."""
+    fresh starts of ``--dagger-kinds`` (else of the hardest kinds) at the
+    evaluation's settings against Stockfish's defence, the tables label the
+    positions it reached, and ``--dagger-steps`` steps of ``zerochess
+    pretrain`` continue it on the supervised start's labels with every
+    round's, those ``--dagger-repeat`` times.  Returns the last round's net (a rerun reuses finished rounds)."""
     config = load_config(ROOT / "params.yaml", phase.overrides, preset=preset)
     settings = replace(match_settings(config), event="bench learning dagger")
     store = tablebase_store(str(config.train.tablebase_location()))
     held_out = load_start_positions(out / "endgames_eval.epd")
     pool = load_start_positions(folder / "positions.epd")
-    kinds = [kind.name for kind in parse_kinds(args.next_kinds or args.kinds)]
+    kinds = [kind.name for kind in parse_kinds(args.dagger_kinds or args.next_kinds or args.kinds)]
     max_plies = 2 * (args.next_max_mate if args.next_kinds else max(args.max_mate, 1))
     sets = [item for override in args.set for item in ("--set", override)]
     rounds: list[Path] = []
@@ -797,6 +797,9 @@ def main(argv: list[str] | None = None) -> int:
                              "(the net plays fresh starts of the hardest kinds against Stockfish, the tables label "
                              "the positions it reached, it trains on them; bench/table_dagger.py)")
     parser.add_argument("--dagger-starts", type=int, default=300, help="each DAgger round's starts (as many of each kind)")
+    parser.add_argument("--dagger-kinds", default="",
+                        help="the kinds of the DAgger rounds' starts (e.g. KQKR,KBNK); empty: the hardest kinds "
+                             "(--next-kinds, else --kinds)")
     parser.add_argument("--dagger-steps", type=int, default=1500, help="each DAgger round's training steps")
     parser.add_argument("--dagger-repeat", type=int, default=8,
                         help="each DAgger round's labels join the training data this many times")
@@ -880,6 +883,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.bootstrap_dagger < 0 or (args.bootstrap_dagger and args.bootstrap_labels != "tablebases"):
         raise SystemExit(f"--bootstrap-dagger must be >= 0 and goes with --bootstrap-labels tablebases, "
                          f"got {args.bootstrap_dagger}")  # fmt: skip
+    if args.dagger_kinds:
+        try:
+            parse_kinds(args.dagger_kinds)
+        except ValueError as error:
+            raise SystemExit(f"--dagger-kinds: {error}") from error
+        if not args.bootstrap_dagger:
+            raise SystemExit("--dagger-kinds goes with --bootstrap-dagger")
     if min(args.dagger_starts, args.dagger_steps, args.dagger_repeat) < 1:
         raise SystemExit(f"--dagger-starts, --dagger-steps and --dagger-repeat must be >= 1, got "
                          f"{args.dagger_starts}, {args.dagger_steps}, {args.dagger_repeat}")  # fmt: skip

@@ -123,6 +123,10 @@ def test_the_bench_refuses_dagger_settings_that_cannot_apply(learning: Any, tmp_
         learning.main([*common, "--bootstrap-labels", "tablebases", "--bootstrap-dagger", "-1"])
     with pytest.raises(SystemExit, match="--dagger-steps and --dagger-repeat must be >= 1, got 300, 0, 8"):
         learning.main([*common, "--bootstrap-labels", "tablebases", "--dagger-steps", "0"])
+    with pytest.raises(SystemExit, match="--dagger-kinds: .*KXK"):
+        learning.main([*common, "--bootstrap-labels", "tablebases", "--bootstrap-dagger", "1", "--dagger-kinds", "KXK"])
+    with pytest.raises(SystemExit, match="--dagger-kinds goes with --bootstrap-dagger"):
+        learning.main([*common, "--bootstrap-labels", "tablebases", "--dagger-kinds", "KQKR"])
 
 
 @pytest.mark.slow
@@ -142,7 +146,7 @@ def test_a_dagger_round_plays_labels_and_trains_on_from_the_net(learning: Any, t
     learning.zerochess("label", "--positions", str(folder / "positions.epd"), "--tablebases", "--out",
                        str(folder / "label"), "--preset", "tiny", *[x for s in settings for x in ("--set", s)])  # fmt: skip
     net = save_net(AlphaZeroNet(load_config(None, [], preset="tiny").net), tmp_path / "gen0.pt")
-    args = argparse.Namespace(kinds="KQK,KRK", next_kinds="", max_mate=10, bootstrap_dagger=1, dagger_starts=4,
+    args = argparse.Namespace(kinds="KQK,KRK", next_kinds="", max_mate=10, bootstrap_dagger=1, dagger_starts=4, dagger_kinds="",
                               dagger_steps=3, dagger_repeat=2, set=settings)  # fmt: skip
     phase = learning.Phase("endgame", settings, [])
     trained = learning.dagger_net(args, tmp_path, folder, net, phase, "tiny")

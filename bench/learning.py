@@ -392,14 +392,19 @@ def bootstrap_net(out: Path, source: list[str], labels_with: list[str], steps: i
     return net
 
 
-def dagger_net(args: argparse.Namespace, out: Path, folder: Path, net: Path, phase: Phase, preset: str) -> Path:
+def dagger_net(args: argparse.Namespace, out: Path, folder: Path, net: Path, phase: Phase, preset: str,
+               minutes: float = float("inf"), begun: float | None = None) -> Path:  # fmt: skip
     """``--bootstrap-dagger`` rounds from the supervised start ``net`` (see
     ``bench/table_dagger.py``): each round's net plays ``--dagger-starts``
     fresh starts of ``--dagger-kinds`` (else of the hardest kinds) at the
     evaluation's settings against Stockfish's defence, the tables label the
     positions it reached, and ``--dagger-steps`` steps of ``zerochess
     pretrain`` continue it on the supervised start's labels with every
-    round's, those ``--dagger-repeat`` times.  Returns the last round's net (a rerun reuses finished rounds)."""
+    round's, those ``--dagger-repeat`` times.  Each round's net is then
+    evaluated on the held-out starts (``roundNN/eval.json``, a line
+    printed).  No round starts that would not end within ``minutes`` of
+    ``begun`` (``time.monotonic()``), at the last round's pace.  Returns the
+    last round's net (a rerun reuses finished rounds)."""
     config = load_config(ROOT / "params.yaml", phase.overrides, preset=preset)
     settings = replace(match_settings(config), event="bench learning dagger")
     store = tablebase_store(str(config.train.tablebase_location()))
@@ -408,34 +413,53 @@ def dagger_net(args: argparse.Namespace, out: Path, folder: Path, net: Path, pha
     kinds = [kind.name for kind in parse_kinds(args.dagger_kinds or args.next_kinds or args.kinds)]
     max_plies = 2 * (args.next_max_mate if args.next_kinds else max(args.max_mate, 1))
     sets = [item for override in args.set for item in ("--set", override)]
+    begun = time.monotonic() if begun is None else begun
     rounds: list[Path] = []
+    last = 0.0
     for number in range(1, args.bootstrap_dagger + 1):
         here = folder / "dagger" / f"round{number:02d}"
         trained = here / "pretrain" / "net.pt"
+        if not trained.exists():
+            if (time.monotonic() - begun) / 60 + last > minutes:
+                print(f"[dagger] stopping before round {number}: the time budget ({minutes:.0f} min) is spent", flush=True)
+                break
+            started = time.monotonic()
+            _dagger_round(args, here, net, rounds, (pool, kinds, max_plies, held_out, store), config, settings, preset,
+                          sets, number)  # fmt: skip
+            last = (time.monotonic() - started) / 60
         rounds.append(here / "label")
-        if trained.exists():
-            net = trained
-            continue
-        here.mkdir(parents=True, exist_ok=True)
-        starts = dagger_starts(pool, endgame_kind, kinds, args.dagger_starts, max_plies, held_out, store,
-                               seed=100 + number)  # fmt: skip
-        write_epd(here / "starts.epd", starts, "dagger", header=f"DAgger round {number}'s starts, made by bench/learning.py")
-        games = here / "games.pgn"
-        games.unlink(missing_ok=True)  # a round cut short plays again from the start
-        played = mate_rate(f"net:{net}:sims={config.gating.simulations}", load_openings(here / "starts.epd"),
-                           settings, games)  # fmt: skip
-        visited = visited_positions(games)
-        write_epd(here / "visited.epd", visited, "visited", header=f"DAgger round {number}: the net's positions")
-        zerochess("label", "--positions", str(here / "visited.epd"), "--tablebases", "--out", str(here / "label"),
-                  "--overwrite", "--preset", preset, *sets, "--set", "supervised.positions_per_shard=2000")  # fmt: skip
-        mix_folder(here / "mix", folder / "label", rounds, args.dagger_repeat)
-        zerochess("pretrain", "--data", str(here / "mix"), "--out", str(here / "pretrain"), "--init-checkpoint",
-                  str(net), "--preset", preset, *sets, "--set", f"train.max_steps={args.dagger_steps}",
-                  "--no-progress")  # fmt: skip
-        print(f"[dagger] round {number}: the net before it mated {played['mates']}/{played['games']} of "
-              f"{len(starts)} starts; {len(visited)} positions labelled", flush=True)  # fmt: skip
         net = trained
+        if not (here / "eval.json").exists():
+            figures = evaluate(phase, config, str(net), str(net), here / "eval")
+            entry = {"round": number, "minutes": round((time.monotonic() - begun) / 60, 2), **figures}
+            (here / "eval.json").write_text(json.dumps(entry, indent=1))
+        entry = json.loads((here / "eval.json").read_text())
+        print(f"[dagger] round {number} ({entry['minutes']:.1f} min): {figures_text(entry)}", flush=True)
     return net
+
+
+def _dagger_round(args: argparse.Namespace, here: Path, net: Path, rounds: list[Path], draw: tuple[Any, ...],
+                  config: Config, settings: MatchSettings, preset: str, sets: list[str], number: int) -> None:  # fmt: skip
+    """One DAgger round into ``here`` (see :func:`dagger_net`); ``draw`` =
+    (positions, kinds, max plies, held-out starts, tables) of its starts."""
+    pool, kinds, max_plies, held_out, store = draw
+    here.mkdir(parents=True, exist_ok=True)
+    starts = dagger_starts(pool, endgame_kind, kinds, args.dagger_starts, max_plies, held_out, store, seed=100 + number)
+    write_epd(here / "starts.epd", starts, "dagger", header=f"DAgger round {number}'s starts, made by bench/learning.py")
+    games = here / "games.pgn"
+    games.unlink(missing_ok=True)  # a round cut short plays again from the start
+    played = mate_rate(f"net:{net}:sims={config.gating.simulations}", load_openings(here / "starts.epd"),
+                       settings, games)  # fmt: skip
+    visited = visited_positions(games)
+    write_epd(here / "visited.epd", visited, "visited", header=f"DAgger round {number}: the net's positions")
+    zerochess("label", "--positions", str(here / "visited.epd"), "--tablebases", "--out", str(here / "label"),
+              "--overwrite", "--preset", preset, *sets, "--set", "supervised.positions_per_shard=2000")  # fmt: skip
+    mix_folder(here / "mix", here.parent.parent / "label", [*rounds, here / "label"], args.dagger_repeat)
+    zerochess("pretrain", "--data", str(here / "mix"), "--out", str(here / "pretrain"), "--init-checkpoint",
+              str(net), "--preset", preset, *sets, "--set", f"train.max_steps={args.dagger_steps}",
+              "--no-progress")  # fmt: skip
+    print(f"[dagger] round {number}: the net before it mated {played['mates']}/{played['games']} of its "
+          f"{len(starts)} starts; {len(visited)} positions labelled", flush=True)  # fmt: skip
 
 
 def endgame_bootstrap_positions(args: argparse.Namespace, out: Path, folder: Path) -> Path:
@@ -663,7 +687,14 @@ def recheck(phase: Phase, out: Path, generations: list[int], preset: str) -> Non
 
 
 def line(entry: dict[str, Any]) -> str:
-    parts = [f"gen {entry['generation']:2d}", f"loss {entry['loss'].get('loss/total', float('nan')):.3f}"]
+    head = f"gen {entry['generation']:2d}  loss {entry['loss'].get('loss/total', float('nan')):.3f}"
+    figures = figures_text(entry)
+    return f"{head}  {figures}" if figures else head
+
+
+def figures_text(entry: dict[str, Any]) -> str:
+    """An evaluation's figures (mates, matches, caps, rating) as one line."""
+    parts: list[str] = []
     if "mate" in entry:
         m = entry["mate"]
         parts.append(f"mate rate {m['rate']:.2f} [{m['rate_low']:.2f}, {m['rate_high']:.2f}] ({m['mates']}/{m['games']})")
@@ -949,11 +980,11 @@ def main(argv: list[str] | None = None) -> int:
             init_net = bootstrap_net(folder, source, labels_with, args.bootstrap_steps, args.preset, args.set,
                                      ANCHOR_SHARD_POSITIONS if args.anchor_fraction else 0)  # fmt: skip
             if args.bootstrap_dagger:
-                init_net = dagger_net(args, out, folder, init_net, phase, args.preset)
+                init_net = dagger_net(args, out, folder, init_net, phase, args.preset, minutes, begun)
             spent = (time.monotonic() - begun) / 60
-            if args.anchor_fraction:  # with DAgger: the last round's mix, every round's labels in it
-                anchor = (folder / "dagger" / f"round{args.bootstrap_dagger:02d}" / "mix" / "train"
-                          if args.bootstrap_dagger else folder / "label" / "train").resolve()  # fmt: skip
+            if args.anchor_fraction:  # after DAgger: the last round's mix, every round's labels in it
+                mixed = init_net.parent.parent / "mix" / "train"
+                anchor = (mixed if mixed.is_dir() else folder / "label" / "train").resolve()
                 phase = replace(phase, overrides=[*phase.overrides, f"train.anchor_dir={anchor}",
                                                   f"train.anchor_fraction={args.anchor_fraction}"])  # fmt: skip
             print(f"[bootstrap] supervised start {init_net} in {spent:.1f} min", flush=True)

@@ -7,6 +7,7 @@ from the net's games, the training folder it mixes, and one real round
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -20,6 +21,7 @@ from run_helpers import have_stockfish
 from models.net import AlphaZeroNet
 from pipeline.checkpoint import save_net
 from pipeline.config import load_config
+from pipeline.evaluation.match import load_openings
 from pipeline.selfplay import load_start_positions
 from pipeline.supervised.tablebase_labels import probe, table_line
 from pipeline.training.tablebases import tablebase_store
@@ -132,11 +134,13 @@ def test_the_bench_refuses_dagger_settings_that_cannot_apply(learning: Any, tmp_
 @pytest.mark.slow
 @pytest.mark.skipif(not have_stockfish(), reason="needs Stockfish")
 @pytest.mark.usefixtures("local_ray")
-def test_a_dagger_round_plays_labels_and_trains_on_from_the_net(learning: Any, tmp_path: Path, tables: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_a_dagger_round_plays_labels_trains_on_and_is_evaluated(learning: Any, tmp_path: Path, tables: Path,
+                                                                monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     """One real round: the net plays its starts against Stockfish, the tables
     label what it reached, ``zerochess pretrain`` continues the net on the
-    mix; a rerun reuses the finished round."""
+    mix, and the new net is evaluated on the held-out starts; no round
+    starts without time left; a rerun reuses the finished round."""
     store = tablebase_store(str(tables))
     folder = tmp_path / "endgame-tablebases"
     folder.mkdir()
@@ -148,9 +152,14 @@ def test_a_dagger_round_plays_labels_and_trains_on_from_the_net(learning: Any, t
     net = save_net(AlphaZeroNet(load_config(None, [], preset="tiny").net), tmp_path / "gen0.pt")
     args = argparse.Namespace(kinds="KQK,KRK", next_kinds="", max_mate=10, bootstrap_dagger=1, dagger_starts=4, dagger_kinds="",
                               dagger_steps=3, dagger_repeat=2, set=settings)  # fmt: skip
-    phase = learning.Phase("endgame", settings, [])
+    phase = learning.Phase("endgame", settings, load_openings(tmp_path / "endgames_eval.epd"))
+    assert learning.dagger_net(args, tmp_path, folder, net, phase, "tiny", minutes=0.0) == net  # no time: no round
+    assert not (folder / "dagger" / "round01").exists()
     trained = learning.dagger_net(args, tmp_path, folder, net, phase, "tiny")
     here = folder / "dagger" / "round01"
+    evaluated = json.loads((here / "eval.json").read_text())
+    assert evaluated["round"] == 1 and evaluated["mate"]["games"] == 1 and evaluated["minutes"] > 0
+    assert "[dagger] round 1 (" in capsys.readouterr().out
     assert trained == here / "pretrain" / "net.pt" and trained.exists()
     starts = load_start_positions(here / "starts.epd")
     assert len(starts) == 4 and chess.Board(KQK_WON).board_fen() not in {chess.Board(f).board_fen() for f in starts}

@@ -127,6 +127,7 @@ sys.path.insert(0, str(ROOT))
 from actors.evaluation import run_tournament  # noqa: E402
 from actors.loop import run_pipeline  # noqa: E402
 from actors.runtime import init_ray  # noqa: E402
+from pipeline.atomic import atomic_write  # noqa: E402
 from pipeline.config import Config, load_config  # noqa: E402
 from pipeline.evaluation.conversion import conversion  # noqa: E402
 from pipeline.evaluation.gating import RATE_MAX_LEVELS, match_settings, rate_net  # noqa: E402
@@ -415,24 +416,25 @@ def dagger_net(args: argparse.Namespace, out: Path, folder: Path, net: Path, pha
     sets = [item for override in args.set for item in ("--set", override)]
     begun = time.monotonic() if begun is None else begun
     rounds: list[Path] = []
-    last = 0.0
+    last = 0.0  # the last round's minutes, its evaluation included
     for number in range(1, args.bootstrap_dagger + 1):
         here = folder / "dagger" / f"round{number:02d}"
         trained = here / "pretrain" / "net.pt"
+        started = time.monotonic()
         if not trained.exists():
-            if (time.monotonic() - begun) / 60 + last > minutes:
+            if (started - begun) / 60 + last > minutes:
                 print(f"[dagger] stopping before round {number}: the time budget ({minutes:.0f} min) is spent", flush=True)
                 break
-            started = time.monotonic()
             _dagger_round(args, here, net, rounds, (pool, kinds, max_plies, held_out, store), config, settings, preset,
                           sets, number)  # fmt: skip
-            last = (time.monotonic() - started) / 60
         rounds.append(here / "label")
         net = trained
         if not (here / "eval.json").exists():
             figures = evaluate(phase, config, str(net), str(net), here / "eval")
             entry = {"round": number, "minutes": round((time.monotonic() - begun) / 60, 2), **figures}
-            (here / "eval.json").write_text(json.dumps(entry, indent=1))
+            with atomic_write(here / "eval.json") as handle:  # a round whose file exists is not evaluated again
+                handle.write(json.dumps(entry, indent=1).encode("utf-8"))
+        last = (time.monotonic() - started) / 60
         entry = json.loads((here / "eval.json").read_text())
         print(f"[dagger] round {number} ({entry['minutes']:.1f} min): {figures_text(entry)}", flush=True)
     return net

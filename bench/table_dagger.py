@@ -103,14 +103,15 @@ def visited_positions(pgn: Path, player_prefix: str = "net:") -> list[str]:
 def mix_folder(folder: Path, base: Path, rounds: Sequence[Path], repeat: int) -> Path:
     """``folder`` with ``train/`` and ``heldout/`` of links: ``base``'s shards
     (a ``zerochess label`` output), and each of ``rounds``' ``train`` shards
-    ``repeat`` times.  Rebuilt from scratch each call."""
+    ``repeat`` times.  Its links are made anew at each call."""
     if repeat < 1:
         raise ValueError(f"dagger repeat must be >= 1, got {repeat}")
     for part in ("train", "heldout"):
         target = folder / part
         target.mkdir(parents=True, exist_ok=True)
         for old in target.iterdir():
-            old.unlink()
+            if old.is_symlink():  # only the links it made: a quarantine folder stays
+                old.unlink()
         for shard in sorted((base / part).glob("*.parquet")):
             os.symlink(shard.resolve(), target / shard.name)
     for number, labels in enumerate(rounds):

@@ -7,7 +7,9 @@ process table.
 a) SIGKILL a ``ray::SelfPlayActor`` worker during self-play: Ray restarts the
    actor and retries its tasks;
 b) SIGKILL the ``stockfish`` engine of the ladder mid-gate: the player restarts
-   it and the gate finishes with no aborted game;
+   it and the gate finishes with no aborted game (the engine is a stand-in,
+   ``tests/doomed_engine.py``, that dies at a chosen ``go`` and logs every
+   start, so a gate faster than the watcher cannot slip past the fault);
 c) truncate a finished shard: the loop quarantines it and plays its task again
    (same task id) before training, no game is dropped;
 d) SIGKILL the driver (the trainer runs in it) after a training checkpoint;
@@ -33,6 +35,7 @@ import os
 import random
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -85,7 +88,7 @@ class Schedule:
     truncate_pick: int  # which of the finished tasks
     truncate_keep: float  # share of the file's bytes kept
     stockfish_generation: int
-    stockfish_delay_s: float  # after the engine is first seen
+    stockfish_after_go: int  # the ladder engine dies on receiving this ``go``
     driver_generation: int
     driver_after_step: int  # checkpoint step the kill waits for
 
@@ -102,7 +105,7 @@ class Schedule:
             truncate_pick=rng.randrange(3),
             truncate_keep=rng.uniform(0.05, 0.95),
             stockfish_generation=rng.choice(generations),
-            stockfish_delay_s=rng.uniform(0.0, 0.1),
+            stockfish_after_go=rng.randint(1, 3),
             driver_generation=rng.choice(generations),
             driver_after_step=rng.choice([CHECKPOINT_EVERY * k for k in (1, 2, 3)]),
         )
@@ -117,7 +120,6 @@ class Injector:
     ray_tmp: str
     schedule: Schedule
     events: dict[str, dict[str, Any]] = field(default_factory=dict)
-    _stockfish_seen: float | None = None
 
     def _ours(self, prefix: str) -> list[Any]:
         return named(self.tag, self.ray_tmp, prefix)
@@ -162,19 +164,7 @@ class Injector:
                 handle.truncate(keep)
             self.events["truncate"] = {"task": task, "size": size, "kept": keep}
 
-        # b) the ladder's Stockfish, while the gate runs
-        gating = (s.stockfish_generation, "train") in stages and (s.stockfish_generation, "gate") not in stages
-        if "stockfish" not in self.events and gating:
-            engines = self._ours("stockfish")
-            if engines and self._stockfish_seen is None:
-                self._stockfish_seen = time.monotonic()
-            if engines and time.monotonic() - self._stockfish_seen >= s.stockfish_delay_s:
-                engines[0].send_signal(signal.SIGKILL)
-                self.events["stockfish"] = {"pid": engines[0].pid}
-        elif "stockfish" in self.events and "restarted" not in self.events["stockfish"] and gating:
-            fresh = [p.pid for p in self._ours("stockfish") if p.pid != self.events["stockfish"]["pid"]]
-            if fresh:
-                self.events["stockfish"]["restarted"] = fresh[0]
+        # b) the ladder's Stockfish: the doomed engine kills itself (see _doomed_engine)
 
         # d) the driver, mid-training, once a checkpoint of the step is written
         g = s.driver_generation
@@ -196,6 +186,35 @@ def _checkpoint_step(train_dir: Path) -> int | None:
     return int(read_checkpoint(path)["global_step"])
 
 
+def _doomed_engine(tmp_path: Path, out: Path, schedule: Schedule) -> tuple[Path, dict[str, str]]:
+    """A launcher of ``tests/doomed_engine.py`` (for ``gating.stockfish_path``)
+    and its settings, for the environment; its log is ``tmp_path/engines.jsonl``."""
+    from pipeline.players.stockfish import find_stockfish
+
+    launcher = tmp_path / "doomed-stockfish"
+    launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{ROOT / "tests" / "doomed_engine.py"}" "$@"\n')
+    launcher.chmod(0o755)
+    settings = {
+        "ZC_DOOMED_ENGINE": find_stockfish(),
+        "ZC_DOOMED_LEDGER": str(out / "ledger.jsonl"),
+        "ZC_DOOMED_GENERATION": str(schedule.stockfish_generation),
+        "ZC_DOOMED_AFTER_GO": str(schedule.stockfish_after_go),
+        "ZC_DOOMED_LOG": str(tmp_path / "engines.jsonl"),
+    }
+    return launcher, settings
+
+
+def _engine_event(log: Path) -> dict[str, Any]:
+    """The engine starts and the kill, from the doomed engine's log: the killed
+    pid and the first engine started after it."""
+    lines = entries(log)
+    kills = [i for i, line in enumerate(lines) if "killed" in line]
+    assert len(kills) == 1, lines
+    assert [line["pid"] for line in lines if line.get("doomed")] == [lines[kills[0]]["killed"]], lines
+    later = [line["pid"] for line in lines[kills[0] + 1:] if "pid" in line]
+    return {**lines[kills[0]], **({"restarted": later[0]} if later else {})}
+
+
 def test_chaos_schedule(tmp_path: Path) -> None:
     import psutil  # noqa: F401 - fail early when missing
     from mlflow.tracking import MlflowClient
@@ -207,13 +226,15 @@ def test_chaos_schedule(tmp_path: Path) -> None:
     out = tmp_path / "run"
     ray_tmp = tempfile.mkdtemp(prefix="zc-chaos-", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
     tag = uuid.uuid4().hex
-    env = run_env(RAY_TMPDIR=ray_tmp, **{TAG_ENV: tag})
+    launcher, engine_env = _doomed_engine(tmp_path, out, schedule)
+    env = run_env(RAY_TMPDIR=ray_tmp, **{TAG_ENV: tag}, **engine_env)
     injector = Injector(out, tag, ray_tmp, schedule)
     deadline = time.monotonic() + RUN_TIMEOUT_S
-    first_err, second_err = run_killed_then_resumed(OVERRIDES, out, env, injector, tmp_path, deadline, tag, ray_tmp,
+    overrides = {**OVERRIDES, "gating.stockfish_path": launcher}
+    first_err, second_err = run_killed_then_resumed(overrides, out, env, injector, tmp_path, deadline, tag, ray_tmp,
                                                     exit_by_sigkill=True)  # fmt: skip
 
-    events = injector.events
+    events = {**injector.events, "stockfish": _engine_event(tmp_path / "engines.jsonl")}
     print(f"events: {events}")
     assert set(events) == {"actor", "truncate", "stockfish", "driver"}, events
     ledger = entries(out / "ledger.jsonl")

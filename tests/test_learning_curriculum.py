@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -21,6 +22,12 @@ from pipeline.selfplay.backward import fen_key
 @pytest.fixture()
 def learning(bench_script: Callable[[str], ModuleType]) -> Any:
     return bench_script("learning")
+
+
+@pytest.fixture()
+def endgame_data(learning: Any) -> Any:
+    """``bench/endgame_data.py`` as ``learning`` imported it (so a patch reaches its calls)."""
+    return sys.modules[learning.endgame_starts.__module__]
 
 
 def entry(**rates: float) -> dict[str, Any]:
@@ -42,16 +49,16 @@ def test_the_first_stage_is_mastered_when_every_kind_reaches_the_rate(learning: 
     assert not learning.mastered(learning.Phase("endgame", [], []), entry(KQK=1.0, KRK=1.0))  # no next stage
 
 
-def test_the_next_stage_starts_are_walked_back_and_join_the_evaluation(learning: Any, tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_the_next_stage_starts_are_walked_back_and_join_the_evaluation(
+        learning: Any, endgame_data: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     calls: list[dict[str, Any]] = []
-    real = learning.endgame_fens
+    real = endgame_data.endgame_fens
 
     def drawn(kinds: str, count: int, seed: int, **options: Any) -> list[str]:
         calls.append({"kinds": kinds, "count": count, **options})
         return real(kinds, count, seed, exclude=options.get("exclude", ()))  # no Stockfish: placements only
 
-    monkeypatch.setattr(learning, "endgame_fens", drawn)
+    monkeypatch.setattr(endgame_data, "endgame_fens", drawn)
     args = argparse.Namespace(kinds="KQK,KRK", train_positions=20, max_mate=6, eval_positions=4,
                               next_kinds="KBBK,KBNK", next_train_positions=8, next_eval_positions=6,
                               next_max_mate=20, mate_nodes=1000, keep_first=0.2)  # fmt: skip
@@ -107,7 +114,7 @@ def test_self_play_moves_on_after_the_first_mastered_evaluation(learning: Any, t
 
 
 def test_the_backward_stage_walks_back_unlabelled_and_raises_caps_on_mated_frontiers(
-        learning: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+        learning: Any, endgame_data: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """``--backward``: held-out starts as before, training starts walked back
     without labels (none held out), the start file within the first caps; a
     generation whose frontier games were mated raises that kind's cap and
@@ -115,8 +122,8 @@ def test_the_backward_stage_walks_back_unlabelled_and_raises_caps_on_mated_front
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    real = learning.endgame_fens
-    monkeypatch.setattr(learning, "endgame_fens", lambda kinds, count, seed, **options: real(
+    real = endgame_data.endgame_fens
+    monkeypatch.setattr(endgame_data, "endgame_fens", lambda kinds, count, seed, **options: real(
         kinds, count, seed, exclude=options.get("exclude", ())))  # fmt: skip
     args = argparse.Namespace(kinds="KQK", train_positions=10, max_mate=6, eval_positions=2, next_kinds="KBBK,KBNK",
                               next_train_positions=40, next_eval_positions=4, next_max_mate=5, mate_nodes=1000,
@@ -148,14 +155,14 @@ def test_the_backward_stage_walks_back_unlabelled_and_raises_caps_on_mated_front
     assert max(w.distance for w in stage if w and w.kind == "KBNK") == 2
 
 
-def test_the_endgame_supervised_start_labels_no_held_out_start(learning: Any, tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_the_endgame_supervised_start_labels_no_held_out_start(
+        learning: Any, endgame_data: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """``--bootstrap`` in the endgame phase: the positions labelled are the
     next kinds' walked-back starts (strong side to move), a reply to each
     (weak side to move) and the first kinds' training starts; none is a
     held-out start, and a rerun keeps the file."""
-    real = learning.endgame_fens
-    monkeypatch.setattr(learning, "endgame_fens", lambda kinds, count, seed, **options: real(
+    real = endgame_data.endgame_fens
+    monkeypatch.setattr(endgame_data, "endgame_fens", lambda kinds, count, seed, **options: real(
         kinds, count, seed, exclude=options.get("exclude", ())))  # fmt: skip
     args = argparse.Namespace(kinds="KQK", train_positions=10, max_mate=6, eval_positions=2, next_kinds="KBBK,KBNK",
                               next_train_positions=4, next_eval_positions=4, next_max_mate=5, mate_nodes=1000,
@@ -180,16 +187,16 @@ def test_the_endgame_supervised_start_labels_no_held_out_start(learning: Any, tm
     assert path.stat().st_mtime_ns == stamp
 
 
-def test_the_tablebase_start_labels_whole_table_lines_and_no_held_out_start(learning: Any, tmp_path: Path,
-                                                                           monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_the_tablebase_start_labels_whole_table_lines_and_no_held_out_start(
+        learning: Any, endgame_data: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """``--bootstrap-labels tablebases``: each chosen position brings its
     table-perfect game, every position once, none a held-out start, all of
     them in the tables; ``zerochess label --tablebases`` is what labels them."""
     from pipeline.supervised.tablebase_labels import probe
     from pipeline.training.tablebases import tablebase_store
 
-    real = learning.endgame_fens
-    monkeypatch.setattr(learning, "endgame_fens", lambda kinds, count, seed, **options: real(
+    real = endgame_data.endgame_fens
+    monkeypatch.setattr(endgame_data, "endgame_fens", lambda kinds, count, seed, **options: real(
         kinds, count, seed, exclude=options.get("exclude", ())))  # fmt: skip
     tables = tmp_path / "tables"
     args = argparse.Namespace(kinds="KQK", train_positions=10, max_mate=6, eval_positions=2, next_kinds="KRK",
@@ -220,19 +227,19 @@ def test_the_tablebase_start_labels_whole_table_lines_and_no_held_out_start(lear
     assert not {fen_key(fen) for fen in replies} & (set(keys) | held_out)
     after = {fen_key(board.fen()) for fen in fens for board in _one_move_later(fen)}
     assert all(fen_key(fen) in after for fen in replies)
-    assert learning.blunder_replies(fens, 12, []) == learning.blunder_replies(fens, 12, [])  # seeded
-    assert learning.blunder_replies(fens, 0, []) == []
+    assert endgame_data.blunder_replies(fens, 12, []) == endgame_data.blunder_replies(fens, 12, [])  # seeded
+    assert endgame_data.blunder_replies(fens, 0, []) == []
 
     # --bootstrap-blunders: positions just after a move that threw a won position away, by the tables
     config = learning.load_config(None, [f"train.tablebase_dir={tables}"])
-    thrown = learning.losing_moves(fens, 10, [], config)
+    thrown = endgame_data.losing_moves(fens, 10, [], config)
     assert 1 <= len(thrown) <= 10 and not {fen_key(fen) for fen in thrown} & set(keys)
     for fen in thrown:
         board = chess.Board(fen)
         assert not board.is_game_over() and probe(board, store).result >= 0  # the mover's win is gone
         parents = [parent for parent in fens if fen_key(fen) in {fen_key(b.fen()) for b in _one_move_later(parent)}]
         assert any(probe(chess.Board(parent), store).result == 1 for parent in parents)
-    assert learning.losing_moves(fens, 10, [], config) == thrown and learning.losing_moves(fens, 0, [], config) == []
+    assert endgame_data.losing_moves(fens, 10, [], config) == thrown and endgame_data.losing_moves(fens, 0, [], config) == []
 
 
 def _one_move_later(fen: str) -> list[chess.Board]:

@@ -66,27 +66,51 @@ class BatchEvaluatorOnLeaves:
         return results
 
 
-class KingFileEvaluator(BatchEvaluatorOnLeaves):
+class SideValueEvaluator(BatchEvaluatorOnLeaves):
     """Nearly uniform priors (hashed logits / 10: no exact ties, which the
     backends' priors would break apart at the last bit), the value
-    ``white_value`` for white (its opposite for black), D = 0 and M = 10 +
-    8 * (the white king's file): a king move to the d file is a shorter game
-    than one to the f file."""
+    ``white_value`` for white (its opposite for black), D = 0 and M as
+    :meth:`moves_left` says."""
 
-    def __init__(self, white_value: float) -> None:
+    def __init__(self, white_value: float, seed: int) -> None:
         self.white_value = white_value
-        self.hashed = HashEvaluator(seed=4)
+        self.hashed = HashEvaluator(seed=seed)
+
+    def moves_left(self, planes: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
 
     def evaluate_batch(
         self, planes: np.ndarray, rows: np.ndarray, indices: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         logits, _ = self.hashed.evaluate_batch(planes, rows, indices)
         black = planes[:, COLOUR_PLANE, 0, 0] == 1
-        king = np.where(black[:, None, None], planes[:, THEIR_KING], planes[:, OWN_KING])
-        files = king.max(axis=1).argmax(axis=1)
         values = np.where(black, -self.white_value, self.white_value).astype(np.float32)
-        aux = np.stack([np.zeros(len(planes)), 10.0 + 8.0 * files], axis=1).astype(np.float32)
+        aux = np.stack([np.zeros(len(planes)), self.moves_left(planes)], axis=1).astype(np.float32)
         return (logits / 10).astype(np.float32), values, aux
+
+
+class KingFileEvaluator(SideValueEvaluator):
+    """M = 10 + 8 * (the white king's file): a king move to the d file is a
+    shorter game than one to the f file."""
+
+    def __init__(self, white_value: float) -> None:
+        super().__init__(white_value, seed=4)
+
+    def moves_left(self, planes: np.ndarray) -> np.ndarray:
+        black = planes[:, COLOUR_PLANE, 0, 0] == 1
+        king = np.where(black[:, None, None], planes[:, THEIR_KING], planes[:, OWN_KING])
+        return 10.0 + 8.0 * king.max(axis=1).argmax(axis=1)
+
+
+class ConstantValueEvaluator(SideValueEvaluator):
+    """The same M for every leaf."""
+
+    def __init__(self, white_value: float, moves_left: float) -> None:
+        super().__init__(white_value, seed=3)
+        self.constant = moves_left
+
+    def moves_left(self, planes: np.ndarray) -> np.ndarray:
+        return np.full(len(planes), self.constant)
 
 
 class ConstantAuxEvaluator(BatchEvaluatorOnLeaves):
@@ -269,24 +293,6 @@ def test_a_stalemate_gains_nothing_for_ending_the_game_at_once(algorithm: str) -
     assert child_utility(winning, 0.95, 1.0, config) < 0.0  # longer than the node's M: a cost to the winner
     assert child_utility(winning, -0.95, 1.0, config) > 0.0  # and a gain to the loser
     assert child_utility(winning, 0.5, 1.0, config) == 0.0  # |q| not above the threshold
-
-
-class ConstantValueEvaluator(BatchEvaluatorOnLeaves):
-    """Hashed priors (/ 10: nearly uniform), the value ``white_value`` for
-    white (its opposite for black), D = 0 and the same M for every leaf."""
-
-    def __init__(self, white_value: float, moves_left: float) -> None:
-        self.white_value, self.moves_left = white_value, moves_left
-        self.hashed = HashEvaluator(seed=3)
-
-    def evaluate_batch(
-        self, planes: np.ndarray, rows: np.ndarray, indices: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        logits, _ = self.hashed.evaluate_batch(planes, rows, indices)
-        black = planes[:, COLOUR_PLANE, 0, 0] == 1
-        values = np.where(black, -self.white_value, self.white_value).astype(np.float32)
-        aux = np.stack([np.zeros(len(planes)), np.full(len(planes), self.moves_left)], axis=1).astype(np.float32)
-        return (logits / 10).astype(np.float32), values, aux
 
 
 def test_native_self_play_takes_aux_and_the_utility() -> None:

@@ -341,7 +341,21 @@ def dagger_net(args: argparse.Namespace, out: Path, folder: Path, net: Path, pha
         last = (time.monotonic() - started) / 60
         entry = json.loads((here / "eval.json").read_text())
         print(f"[dagger] round {number} ({entry['minutes']:.1f} min): {figures_text(entry)}", flush=True)
+    save_rounds(folder / "dagger")
     return net
+
+
+def save_rounds(dagger: Path) -> list[dict[str, Any]]:
+    """The DAgger rounds' evaluations (``roundNN/eval.json``) as one curve:
+    ``dagger/curve.json`` and, when there is a round, ``dagger/curve.png``
+    (each kind's mate rate against minutes).  Returns the rounds' entries."""
+    rounds = [json.loads(path.read_text()) for path in sorted(dagger.glob("round*/eval.json"))]
+    dagger.mkdir(parents=True, exist_ok=True)
+    with atomic_write(dagger / "curve.json") as handle:
+        handle.write(json.dumps({"rounds": rounds}, indent=1).encode("utf-8"))
+    if rounds:
+        plot_rounds(rounds, dagger / "curve.png")
+    return rounds
 
 
 @dataclass(frozen=True)
@@ -557,6 +571,33 @@ def plot(curve: list[dict[str, Any]], phase: str, path: Path, rechecked: list[di
     axis.set_xlabel("generation")
     axis.set_ylabel("rate / score (95% interval)")
     axis.set_title(f"zerochess learning, {phase} ({curve[-1]['minutes']:.0f} min on 2 CPU cores)" if curve else phase)
+    axis.legend(fontsize="small")
+    axis.grid(alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+def plot_rounds(rounds: list[dict[str, Any]], path: Path) -> None:
+    """Each kind's mate rate (95% interval shaded) after each DAgger round, against minutes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(6.5, 4))
+    kinds = sorted({kind for entry in rounds for kind in entry.get("mate", {}).get("kinds", {})})
+    for kind in kinds:
+        points = [(entry["minutes"], entry["mate"]["kinds"][kind]) for entry in rounds
+                  if kind in entry.get("mate", {}).get("kinds", {})]  # fmt: skip
+        minutes = [minute for minute, _ in points]
+        axis.plot(minutes, [figures["rate"] for _, figures in points], marker="o", label=kind)
+        axis.fill_between(minutes, [figures["rate_low"] for _, figures in points],
+                          [figures["rate_high"] for _, figures in points], alpha=0.15)  # fmt: skip
+    axis.set_ylim(-0.02, 1.02)
+    axis.set_xlabel("minutes (supervised start and rounds)")
+    axis.set_ylabel("mate rate vs Stockfish defence (95% interval)")
+    axis.set_title(f"zerochess DAgger over the tables, {len(rounds)} rounds")
     axis.legend(fontsize="small")
     axis.grid(alpha=0.3)
     figure.tight_layout()

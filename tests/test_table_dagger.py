@@ -133,6 +133,21 @@ def test_the_bench_refuses_dagger_settings_that_cannot_apply(learning: Any, tmp_
         learning.main([*common, "--bootstrap-labels", "tablebases", "--dagger-kinds", "KQKR"])
 
 
+def test_the_rounds_evaluations_make_one_curve(learning: Any, tmp_path: Path) -> None:
+    """``dagger/curve.json`` lists the rounds' ``eval.json`` in round order
+    (round 10 after round 9), and a plot is drawn; no round: an empty curve, no plot."""
+    dagger = tmp_path / "dagger"
+    assert learning.save_rounds(dagger) == [] and not (dagger / "curve.png").exists()
+    for number in (10, 9, 1):
+        kinds = {"KQKR": {"mates": number, "games": 30, "rate": number / 30, "rate_low": 0.0, "rate_high": 1.0}}
+        (dagger / f"round{number:02d}").mkdir(parents=True)
+        (dagger / f"round{number:02d}" / "eval.json").write_text(json.dumps(
+            {"round": number, "minutes": 3.0 * number, "mate": {"kinds": kinds}}))  # fmt: skip
+    assert [entry["round"] for entry in learning.save_rounds(dagger)] == [1, 9, 10]
+    assert [e["round"] for e in json.loads((dagger / "curve.json").read_text())["rounds"]] == [1, 9, 10]
+    assert (dagger / "curve.png").stat().st_size > 0
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not have_stockfish(), reason="needs Stockfish")
 @pytest.mark.usefixtures("local_ray")
@@ -171,5 +186,7 @@ def test_a_dagger_round_plays_labels_trains_on_and_is_evaluated(learning: Any, t
     assert list((here / "label" / "train").glob("*.parquet"))
     mixed = list((here / "mix" / "train").iterdir())
     assert sum(path.name.startswith("dagger0-") for path in mixed) == 2 * len(list((here / "label" / "train").glob("*.parquet")))
+    assert [entry["round"] for entry in json.loads((folder / "dagger" / "curve.json").read_text())["rounds"]] == [1]
+    assert (folder / "dagger" / "curve.png").stat().st_size > 0
     monkeypatch.setattr(learning, "mate_rate", lambda *args: pytest.fail("a finished round is played again"))
     assert learning.dagger_net(args, tmp_path, folder, net, phase, "tiny") == trained

@@ -23,18 +23,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pipeline.loop.ledger import Ledger
+
 
 def _gating(ledger: Path, generation: int) -> bool:
     """The ledger records the generation's training, and not yet its gate."""
-    stages = set()
-    if ledger.exists():
-        for line in ledger.read_text(encoding="utf-8").splitlines():
-            try:
-                entry = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            stages.add((entry["generation"], entry["stage"]))
-    return (generation, "train") in stages and (generation, "gate") not in stages
+    stages = Ledger(ledger)
+    return stages.find(generation, "train") is not None and stages.find(generation, "gate") is None
 
 
 def _claim(log: Path) -> bool:

@@ -349,7 +349,8 @@ def save_rounds(dagger: Path) -> list[dict[str, Any]]:
     """The DAgger rounds' evaluations (``roundNN/eval.json``) as one curve:
     ``dagger/curve.json`` and, when there is a round, ``dagger/curve.png``
     (each kind's mate rate against minutes).  Returns the rounds' entries."""
-    rounds = [json.loads(path.read_text()) for path in sorted(dagger.glob("round*/eval.json"))]
+    rounds = sorted((json.loads(path.read_text()) for path in dagger.glob("round*/eval.json")),
+                    key=lambda entry: entry["round"])  # by number: round100 after round99
     dagger.mkdir(parents=True, exist_ok=True)
     with atomic_write(dagger / "curve.json") as handle:
         handle.write(json.dumps({"rounds": rounds}, indent=1).encode("utf-8"))

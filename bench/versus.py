@@ -79,6 +79,9 @@ def pick_pairs(text: str, nets_a: dict[int, Path], nets_b: dict[int, Path]) -> l
         pairs.append((generation, generation))
     if not pairs:
         raise VersusError(f"--generations: no generation in {text!r}")
+    for gen_a, gen_b in pairs:
+        if nets_a[gen_a].resolve() == nets_b[gen_b].resolve():
+            raise VersusError(f"generation {gen_a} of both runs is the same net {nets_a[gen_a]}: give two runs")
     return list(dict.fromkeys(pairs))
 
 
@@ -112,24 +115,22 @@ def play(args: argparse.Namespace) -> list[dict[str, Any]]:
     folder_a, folder_b = Path(args.run_a), Path(args.run_b)
     nets_a, nets_b = trained_nets(folder_a), trained_nets(folder_b)
     pairs = pick_pairs(args.generations, nets_a, nets_b)
-    for gen_a, gen_b in pairs:
-        if nets_a[gen_a].resolve() == nets_b[gen_b].resolve():
-            raise VersusError(f"generation {gen_a} of both runs is the same net {nets_a[gen_a]}: give two runs")
     config = match_config(folder_b, args.set, args.max_plies, args.sims)
     openings = _book(args.openings or config.gating.book)[: args.pairs]
     settings = replace(match_settings(config), event="bench versus")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    done = _load(out / "versus.json")
+    setup = {"run_a": str(folder_a), "run_b": str(folder_b), "openings": args.openings or config.gating.book,
+             "pairs": len(openings), "max_plies": args.max_plies, "sims": config.gating.simulations, "set": args.set}
+    done = _load(out / "versus.json", setup)
     init_ray("local")
-    sims = config.gating.simulations
     for gen_a, gen_b in pairs:
         key = f"{gen_a}-{gen_b}"
         if key not in done:
-            players = [f"net:{nets_a[gen_a]}:sims={sims}", f"net:{nets_b[gen_b]}:sims={sims}"]
+            players = [f"net:{nets_a[gen_a]}:sims={setup['sims']}", f"net:{nets_b[gen_b]}:sims={setup['sims']}"]
             done[key] = {"generation_a": gen_a, "generation_b": gen_b, "players": players,
                          "match": match(players, openings, settings, out / f"gen{key}.pgn")}  # fmt: skip
-            _save(out / "versus.json", folder_a, folder_b, done)
+            _save(out / "versus.json", setup, done)
         print(versus_line(done[key]), flush=True)
     return [done[f"{a}-{b}"] for a, b in pairs]
 
@@ -145,14 +146,21 @@ def _book(name: str) -> list[Any]:
     return openings
 
 
-def _load(path: Path) -> dict[str, dict[str, Any]]:
-    return json.loads(path.read_text())["matches"] if path.exists() else {}
+def _load(path: Path, setup: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The matches already played into ``path``, if they were played with ``setup``."""
+    if not path.exists():
+        return {}
+    saved = json.loads(path.read_text())
+    for key, value in setup.items():
+        if saved.get("setup", {}).get(key) != value:
+            raise VersusError(f"{path}: its matches were played with {key}={saved.get('setup', {}).get(key)!r}, "
+                              f"not {value!r}; give another --out")  # fmt: skip
+    return saved["matches"]
 
 
-def _save(path: Path, folder_a: Path, folder_b: Path, matches: dict[str, dict[str, Any]]) -> None:
+def _save(path: Path, setup: dict[str, Any], matches: dict[str, dict[str, Any]]) -> None:
     with atomic_write(path) as handle:
-        handle.write(json.dumps({"run_a": str(folder_a), "run_b": str(folder_b), "matches": matches},
-                                indent=2).encode())  # fmt: skip
+        handle.write(json.dumps({"setup": setup, "matches": matches}, indent=2).encode())
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

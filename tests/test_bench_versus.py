@@ -108,3 +108,6 @@ def test_two_runs_nets_play_their_matches_once(versus: Any, tmp_path: Path, caps
     (out / "gen1-1.pgn").unlink()
     assert versus.main(argv) == 0
     assert not (out / "gen1-1.pgn").exists()  # not played again
+    capsys.readouterr()
+    assert versus.main([*argv, "--sims", "3"]) == 2  # other settings: not mixed into the same record
+    assert "its matches were played with sims=2, not 3; give another --out" in capsys.readouterr().err

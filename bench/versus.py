@@ -102,9 +102,9 @@ def versus_line(record: dict[str, Any]) -> str:
     m = record["match"]
     converted = m.get("conversion", {})
     ahead = f"{converted.get('won', 0)}/{converted.get('ahead', 0)}" if converted else "-"
+    elo = "{:+.0f} [{:+.0f}, {:+.0f}]".format(m["elo"], m["elo_low"], m["elo_high"]).replace("-", "−")
     return (f"| {record['generation_a']} / {record['generation_b']} | {m['score']:.3g} "
-            f"(+{m['wins']} ={m['draws']} −{m['losses']}) | {m['elo']:+.0f} [{m['elo_low']:+.0f}, "
-            f"{m['elo_high']:+.0f}] | {ahead} |")  # fmt: skip
+            f"(+{m['wins']} ={m['draws']} −{m['losses']}) | {elo} | {ahead} |")  # fmt: skip
 
 
 def play(args: argparse.Namespace) -> list[dict[str, Any]]:

@@ -72,6 +72,13 @@ def test_the_match_takes_the_reference_runs_settings_and_the_scripts_on_top(vers
     assert versus.match_config(folder, [], max_plies=300, sims=7).gating.simulations == 7
 
 
+def test_a_match_prints_as_a_table_row_with_true_minus_signs(versus: Any) -> None:
+    match = {"score": 0.37, "wins": 18, "draws": 38, "losses": 44, "elo": -91.6, "elo_low": -156.2,
+             "elo_high": 35.0, "conversion": {"ahead": 39, "won": 14}}  # fmt: skip
+    row = versus.versus_line({"generation_a": 149, "generation_b": 160, "match": match})
+    assert row == "| 149 / 160 | 0.37 (+18 =38 −44) | −92 [−156, +35] | 14/39 |"
+
+
 def test_bad_options_exit_2_with_one_line(versus: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert versus.main([str(tmp_path / "a"), str(tmp_path / "b")]) == 2
     assert capsys.readouterr().err.count("\n") == 1

@@ -43,16 +43,16 @@ class VersusError(ValueError):
 
 
 def trained_nets(folder: Path) -> dict[int, Path]:
-    """Generation -> its trained net, from the run's ledger (``FOLDER/run/ledger.jsonl``)."""
+    """Generation -> its net (0: the initial one), from the run's ledger (``FOLDER/run/ledger.jsonl``)."""
     ledger_path = folder / "run" / "ledger.jsonl"
     if not ledger_path.exists():
         raise VersusError(f"{folder}: no run ledger at {ledger_path} (give a phase folder, e.g. runs/NAME/standard)")
     nets = {}
     for entry in Ledger(ledger_path).entries:
-        if entry.get("stage") == "train" and entry.get("net"):
+        if entry.get("stage") in ("init", "train") and entry.get("net"):  # init: generation 0
             nets[int(entry["generation"])] = _net_path(Path(entry["net"]))
     if not nets:
-        raise VersusError(f"{ledger_path}: no trained generation yet")
+        raise VersusError(f"{ledger_path}: no network yet")
     return nets
 
 
@@ -74,15 +74,22 @@ def pick_pairs(text: str, nets_a: dict[int, Path], nets_b: dict[int, Path]) -> l
             raise VersusError(f"--generations: {item!r} is neither a generation number nor 'last'") from error
         for name, nets in (("A", nets_a), ("B", nets_b)):
             if generation not in nets:
-                raise VersusError(f"--generations: run {name} has no trained generation {generation} "
-                                  f"(it has 1..{max(nets)})")  # fmt: skip
+                raise VersusError(f"--generations: run {name} has no generation {generation} "
+                                  f"(it has {min(nets)}..{max(nets)})")  # fmt: skip
         pairs.append((generation, generation))
     if not pairs:
         raise VersusError(f"--generations: no generation in {text!r}")
+    return list(dict.fromkeys(pairs))
+
+
+def check_nets(pairs: list[tuple[int, int]], nets_a: dict[int, Path], nets_b: dict[int, Path]) -> None:
+    """Two different nets, both on disk, for each pair (before any game is played)."""
     for gen_a, gen_b in pairs:
         if nets_a[gen_a].resolve() == nets_b[gen_b].resolve():
             raise VersusError(f"generation {gen_a} of both runs is the same net {nets_a[gen_a]}: give two runs")
-    return list(dict.fromkeys(pairs))
+        for run, generation, net in (("A", gen_a, nets_a[gen_a]), ("B", gen_b, nets_b[gen_b])):
+            if not net.exists():
+                raise VersusError(f"run {run}, generation {generation}: the ledger's net {net} is not on disk")
 
 
 def match_config(folder_b: Path, extra: list[str], max_plies: int, sims: int | None) -> Config:
@@ -113,9 +120,10 @@ def play(args: argparse.Namespace) -> list[dict[str, Any]]:
     from pipeline.evaluation.gating import match_settings
 
     folder_a, folder_b = Path(args.run_a), Path(args.run_b)
+    config = match_config(folder_b, args.set, args.max_plies, args.sims)
     nets_a, nets_b = trained_nets(folder_a), trained_nets(folder_b)
     pairs = pick_pairs(args.generations, nets_a, nets_b)
-    config = match_config(folder_b, args.set, args.max_plies, args.sims)
+    check_nets(pairs, nets_a, nets_b)
     openings = _book(args.openings or config.gating.book)[: args.pairs]
     settings = replace(match_settings(config), event="bench versus")
     out = Path(args.out)
@@ -186,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     try:
         play(args)
-    except VersusError as error:
+    except ValueError as error:  # VersusError, or a bad --set (the config's errors name the key)
         print(f"versus.py: error: {error}", file=sys.stderr)
         return 2
     return 0

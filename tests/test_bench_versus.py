@@ -32,9 +32,16 @@ def fake_run(folder: Path, generations: list[int], nets: dict[int, Path] | None 
     return folder
 
 
-def test_the_trained_nets_are_read_from_the_ledger(versus: Any, tmp_path: Path) -> None:
+def test_the_nets_are_read_from_the_ledger(versus: Any, tmp_path: Path) -> None:
     nets = versus.trained_nets(fake_run(tmp_path / "a", [1, 2, 3]))
-    assert sorted(nets) == [1, 2, 3] and nets[2] == tmp_path / "a" / "gen2.pt"
+    assert sorted(nets) == [0, 1, 2, 3] and nets[2] == tmp_path / "a" / "gen2.pt"
+
+
+def test_a_net_missing_from_disk_is_named(versus: Any, tmp_path: Path) -> None:
+    nets_a, nets_b = {1: tmp_path / "a1.pt"}, {1: tmp_path / "b1.pt"}
+    nets_a[1].write_bytes(b"")
+    with pytest.raises(versus.VersusError, match=r"run B, generation 1: the ledger's net .*b1\.pt is not on disk"):
+        versus.check_nets([(1, 1)], nets_a, nets_b)
 
 
 def test_a_folder_without_a_ledger_is_named(versus: Any, tmp_path: Path) -> None:
@@ -48,8 +55,8 @@ def test_generations_pair_equal_numbers_and_each_runs_last(versus: Any) -> None:
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("170", "run A has no trained generation 170 \\(it has 1..164\\)"),
-    ("162", "run B has no trained generation 162 \\(it has 1..160\\)"),
+    ("170", "run A has no generation 170 \\(it has 1..164\\)"),
+    ("162", "run B has no generation 162 \\(it has 1..160\\)"),
     ("first", "'first' is neither a generation number nor 'last'"),
     (" , ", "no generation in"),
 ])  # fmt: skip
@@ -85,6 +92,9 @@ def test_bad_options_exit_2_with_one_line(versus: Any, tmp_path: Path, capsys: p
     with pytest.raises(SystemExit) as stopped:
         versus.main([str(tmp_path / "a"), str(tmp_path / "b"), "--pairs", "0"])
     assert stopped.value.code == 2 and "--pairs must be >= 1, got 0" in capsys.readouterr().err
+    folder = fake_run(tmp_path / "c", [1])
+    assert versus.main([str(folder), str(folder), "--set", "search.no_such_key=1"]) == 2
+    assert "no_such_key" in capsys.readouterr().err
 
 
 @pytest.mark.slow

@@ -98,6 +98,7 @@ def test_bad_options_exit_2_with_one_line(versus: Any, tmp_path: Path, capsys: p
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("local_ray")  # the script joins it (and shuts down no Ray of later tests' modules)
 def test_two_runs_nets_play_their_matches_once(versus: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Real tiny nets on a local Ray: each pair plays its colour-swapped games,
     the record and PGN are written, and a rerun plays nothing again."""

@@ -34,7 +34,6 @@ sys.path.insert(0, str(ROOT))
 
 from pipeline.atomic import atomic_write  # noqa: E402
 from pipeline.config import Config, load_config  # noqa: E402
-from pipeline.evaluation.match import load_openings  # noqa: E402
 from pipeline.loop.ledger import Ledger  # noqa: E402
 
 
@@ -124,11 +123,12 @@ def play(args: argparse.Namespace) -> list[dict[str, Any]]:
     nets_a, nets_b = trained_nets(folder_a), trained_nets(folder_b)
     pairs = pick_pairs(args.generations, nets_a, nets_b)
     check_nets(pairs, nets_a, nets_b)
-    openings = _book(args.openings or config.gating.book)[: args.pairs]
+    book = args.openings or config.gating.book
+    openings = _book(book, "--openings" if args.openings else "gating.openings")[: args.pairs]
     settings = replace(match_settings(config), event="bench versus")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    setup = {"run_a": str(folder_a), "run_b": str(folder_b), "openings": args.openings or config.gating.book,
+    setup = {"run_a": str(folder_a), "run_b": str(folder_b), "openings": book,
              "pairs": len(openings), "max_plies": args.max_plies, "sims": config.gating.simulations, "set": args.set}
     done = _load(out / "versus.json", setup)
     init_ray("local")
@@ -143,15 +143,12 @@ def play(args: argparse.Namespace) -> list[dict[str, Any]]:
     return [done[f"{a}-{b}"] for a, b in pairs]
 
 
-def _book(name: str) -> list[Any]:
+def _book(name: str, option: str) -> list[Any]:
     """The EPD book's openings (a relative path is the checkout's, as the bench's own)."""
+    from pipeline.commands.checks import load_book
+
     path = Path(name)
-    if not path.is_absolute() and not path.exists():
-        path = ROOT / path
-    openings = load_openings(path) if path.exists() else []
-    if not openings:
-        raise VersusError(f"--openings {name}: no such book, or no positions in it")
-    return openings
+    return load_book(str(path if path.is_absolute() or path.exists() else ROOT / path), option)
 
 
 def _load(path: Path, setup: dict[str, Any]) -> dict[str, dict[str, Any]]:

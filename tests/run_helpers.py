@@ -162,6 +162,9 @@ class Injector(Protocol):
 
     def step(self, driver: subprocess.Popen[bytes]) -> None: ...
 
+    def finish(self) -> None:
+        """Called once the runs are over, before Ray's temp dir is removed."""
+
 
 def run_watched(command: list[str], env: dict[str, str], injector: Injector, logs: Path,
                 deadline: float) -> tuple[int, str]:  # fmt: skip
@@ -204,7 +207,10 @@ def run_killed_then_resumed(
         assert_none_left(tag, ray_tmp, "after the run finished")
     finally:
         kill_all(tagged(tag, ray_tmp))
-        shutil.rmtree(ray_tmp, ignore_errors=True)
+        try:
+            injector.finish()  # may read Ray's session logs
+        finally:
+            shutil.rmtree(ray_tmp, ignore_errors=True)
     return first_err, second_err
 
 

@@ -5,7 +5,8 @@ process table.
 ``run.mode: sync`` (two self-play actors, two generations), on a seeded schedule:
 
 a) SIGKILL a ``ray::SelfPlayActor`` worker during self-play: Ray restarts the
-   actor and retries its tasks;
+   actor and retries its tasks (the restart is read afterwards from Ray's
+   worker logs, where the same actor id is created by a second worker);
 b) SIGKILL the ``stockfish`` engine of the ladder mid-gate: the player restarts
    it and the gate finishes with no aborted game (the engine is a stand-in,
    ``tests/doomed_engine.py``, that dies at a chosen ``go`` and logs every
@@ -145,12 +146,6 @@ class Injector:
                 victim.send_signal(signal.SIGKILL)
                 self.events["actor"] = {"pid": victim.pid, "others": [a.pid for a in actors],
                                         "tasks_done": len(tasks_done(s.actor_generation))}  # fmt: skip
-        elif "actor" in self.events and "restarted" not in self.events["actor"] \
-                and selfplay_running(s.actor_generation):  # fmt: skip
-            known = set(self.events["actor"]["others"])
-            fresh = [proc.pid for proc in self._ours("ray::SelfPlayActor") if proc.pid not in known]
-            if fresh:
-                self.events["actor"]["restarted"] = fresh[0]
 
         # c) truncate a shard whose task the driver recorded as finished
         done = tasks_done(s.truncate_generation)
@@ -175,6 +170,29 @@ class Injector:
                 driver.wait(timeout=60)
                 self.events["driver"] = {"pid": driver.pid, "seen_step": step,
                                          "checkpoint_step": _checkpoint_step(self.out / f"gen{g:04d}" / "train")}  # fmt: skip
+
+
+    def finish(self) -> None:
+        """The killed actor's restart, from Ray's own logs (a restart and the end of
+        self-play can both fall between two polls of the process table)."""
+        if "actor" in self.events:
+            restarted = _restarted_actor(self.ray_tmp, self.events["actor"]["pid"])
+            if restarted is not None:
+                self.events["actor"]["restarted"] = restarted
+
+
+def _restarted_actor(ray_tmp: str, victim: int) -> int | None:
+    """The worker that created the same actor as worker ``victim`` after it, per
+    the ``Creating actor actor_id=...`` line of each worker's core log."""
+    created: dict[int, list[str]] = {}
+    for log in Path(ray_tmp).glob("**/session_*/logs/python-core-worker-*.log"):
+        pid = int(log.stem.rsplit("_", 1)[1])
+        text = log.read_text(errors="replace")
+        created[pid] = [line.split("actor_id=")[1].split()[0] for line in text.splitlines()
+                        if "Creating actor actor_id=" in line]  # fmt: skip
+    mine = set(created.get(victim, []))
+    later = sorted(pid for pid, actors in created.items() if pid != victim and mine & set(actors))
+    return later[0] if later else None
 
 
 def _checkpoint_step(train_dir: Path) -> int | None:
@@ -305,6 +323,9 @@ class AsyncInjector:
     tag: str
     ray_tmp: str
     events: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def finish(self) -> None:
+        pass  # every async fault is checked in the driver's log and the run folder
 
     def _kill(self, event: str, prefix: str, **info: Any) -> None:
         victims = named(self.tag, self.ray_tmp, prefix)

@@ -171,7 +171,6 @@ class Injector:
                 self.events["driver"] = {"pid": driver.pid, "seen_step": step,
                                          "checkpoint_step": _checkpoint_step(self.out / f"gen{g:04d}" / "train")}  # fmt: skip
 
-
     def finish(self) -> None:
         """The killed actor's restart, from Ray's own logs (a restart and the end of
         self-play can both fall between two polls of the process table)."""
@@ -182,17 +181,15 @@ class Injector:
 
 
 def _restarted_actor(ray_tmp: str, victim: int) -> int | None:
-    """The worker that created the same actor as worker ``victim`` after it, per
-    the ``Creating actor actor_id=...`` line of each worker's core log."""
-    created: dict[int, list[str]] = {}
+    """Another worker that created the same actor as worker ``victim`` (the lowest
+    pid), per the ``Creating actor actor_id=...`` line of each worker's core log."""
+    created: dict[int, set[str]] = {}
     for log in Path(ray_tmp).glob("**/session_*/logs/python-core-worker-*.log"):
         pid = int(log.stem.rsplit("_", 1)[1])
-        text = log.read_text(errors="replace")
-        created[pid] = [line.split("actor_id=")[1].split()[0] for line in text.splitlines()
-                        if "Creating actor actor_id=" in line]  # fmt: skip
-    mine = set(created.get(victim, []))
-    later = sorted(pid for pid, actors in created.items() if pid != victim and mine & set(actors))
-    return later[0] if later else None
+        created[pid] = {line.split("actor_id=")[1].split()[0] for line in log.read_text(errors="replace").splitlines()
+                        if "Creating actor actor_id=" in line}  # fmt: skip
+    mine = created.get(victim, set())
+    return min((pid for pid, actors in created.items() if pid != victim and mine & actors), default=None)
 
 
 def _checkpoint_step(train_dir: Path) -> int | None:

@@ -152,7 +152,7 @@ from endgame_data import (  # noqa: E402  (bench/, this script's folder)
     endgame_kind,
     endgame_starts,
 )
-from table_dagger import dagger_starts, mix_folder, visited_positions  # noqa: E402
+from table_dagger import dagger_starts, kind_shares, mix_folder, visited_positions  # noqa: E402
 
 MATE_PLIES = 100  # 50 moves of each side
 ANCHOR_SHARD_POSITIONS = 2000  # --anchor-fraction: label shards this small, so a window draws a varied mix
@@ -315,7 +315,8 @@ def dagger_net(args: argparse.Namespace, out: Path, folder: Path, net: Path, pha
     store = tablebase_store(str(config.train.tablebase_location()))
     held_out = load_start_positions(out / "endgames_eval.epd")
     pool = load_start_positions(folder / "positions.epd")
-    kinds = [kind.name for kind in parse_kinds(args.dagger_kinds or args.next_kinds or args.kinds)]
+    kinds, weights = kind_shares(args.dagger_kinds or args.next_kinds or args.kinds)
+    kinds = [kind.name for kind in parse_kinds(kinds)]
     max_plies = 2 * (args.next_max_mate if args.next_kinds else max(args.max_mate, 1))
     sets = [item for override in args.set for item in ("--set", override)]
     begun = time.monotonic() if begun is None else begun
@@ -329,7 +330,7 @@ def dagger_net(args: argparse.Namespace, out: Path, folder: Path, net: Path, pha
             if (started - begun) / 60 + last > minutes:
                 print(f"[dagger] stopping before round {number}: the time budget ({minutes:.0f} min) is spent", flush=True)
                 break
-            _dagger_round(args, here, net, rounds, DaggerDraw(pool, kinds, max_plies, held_out, store), config,
+            _dagger_round(args, here, net, rounds, DaggerDraw(pool, kinds, weights, max_plies, held_out, store), config,
                           settings, preset, sets, number)  # fmt: skip
         rounds.append(here / "label")
         net = trained
@@ -364,7 +365,8 @@ class DaggerDraw:
     """What a DAgger round draws its starts from (:func:`dagger_starts`)."""
 
     pool: list[str]  # the supervised start's positions
-    kinds: list[str]  # the kinds drawn, as many of each
+    kinds: list[str]  # the kinds drawn
+    weights: list[int]  # each kind's share of the starts (kind_quotas)
     max_plies: int  # won within this many plies by the tables
     held_out: list[str]  # never drawn
     store: Any  # the tables
@@ -375,7 +377,7 @@ def _dagger_round(args: argparse.Namespace, here: Path, net: Path, rounds: list[
     """One DAgger round into ``here`` (see :func:`dagger_net`), its starts drawn as ``draw`` says."""
     here.mkdir(parents=True, exist_ok=True)
     starts = dagger_starts(draw.pool, endgame_kind, draw.kinds, args.dagger_starts, draw.max_plies, draw.held_out,
-                           draw.store, seed=100 + number)  # fmt: skip
+                           draw.store, seed=100 + number, weights=draw.weights)  # fmt: skip
     write_epd(here / "starts.epd", starts, "dagger", header=f"DAgger round {number}'s starts, made by bench/learning.py")
     games = here / "games.pgn"
     games.unlink(missing_ok=True)  # a round cut short plays again from the start
@@ -678,10 +680,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --bootstrap-labels tablebases: this many DAgger rounds after the supervised start "
                              "(the net plays fresh starts of the hardest kinds against Stockfish, the tables label "
                              "the positions it reached, it trains on them; bench/table_dagger.py)")
-    parser.add_argument("--dagger-starts", type=int, default=300, help="each DAgger round's starts (as many of each kind)")
+    parser.add_argument("--dagger-starts", type=int, default=300,
+                        help="each DAgger round's starts (split between the kinds by their weights)")
     parser.add_argument("--dagger-kinds", default="",
-                        help="the kinds of the DAgger rounds' starts (e.g. KQKR,KBNK); empty: the hardest kinds "
-                             "(--next-kinds, else --kinds)")
+                        help="the kinds of the DAgger rounds' starts, each with an optional weight, its share of "
+                             "--dagger-starts (e.g. KQKR,KBNK: as many of each; KBBK:2,KQKR:5,KBNK:3); empty: the "
+                             "hardest kinds, equal shares (--next-kinds, else --kinds)")
     parser.add_argument("--dagger-steps", type=int, default=1500, help="each DAgger round's training steps")
     parser.add_argument("--dagger-repeat", type=int, default=8,
                         help="each DAgger round's labels join the training data this many times")
@@ -767,7 +771,7 @@ def main(argv: list[str] | None = None) -> int:
                          f"got {args.bootstrap_dagger}")  # fmt: skip
     if args.dagger_kinds:
         try:
-            parse_kinds(args.dagger_kinds)
+            parse_kinds(kind_shares(args.dagger_kinds)[0])
         except ValueError as error:
             raise SystemExit(f"--dagger-kinds: {error}") from error
         if not args.bootstrap_dagger:

@@ -45,21 +45,55 @@ def strong_colour(board: chess.Board) -> chess.Color | None:
     return chess.WHITE if totals[chess.WHITE] > totals[chess.BLACK] else chess.BLACK
 
 
+def kind_shares(text: str) -> tuple[list[str], list[int]]:
+    """``KIND[:WEIGHT],...`` (``--dagger-kinds``) as the kinds and their
+    weights, 1 where none is given: ``"KBBK:2,KQKR:5"`` is
+    ``(["KBBK", "KQKR"], [2, 5])``.  A weight that is not a whole number
+    >= 1, or a kind named twice, raises ``ValueError`` naming it."""
+    kinds: list[str] = []
+    weights: list[int] = []
+    for item in (part.strip() for part in text.split(",") if part.strip()):
+        name, _, weight = item.partition(":")
+        try:
+            value = int(weight) if weight else 1
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise ValueError(f"weight of {name!r} must be a whole number >= 1, got {weight!r}")
+        if name in kinds:
+            raise ValueError(f"kind {name!r} named twice")
+        kinds.append(name)
+        weights.append(value)
+    return kinds, weights
+
+
+def kind_quotas(count: int, weights: Sequence[int]) -> list[int]:
+    """``count`` split in proportion to ``weights``, each share rounded up
+    (equal weights: as many of each kind)."""
+    total = sum(weights)
+    return [-(-count * weight // total) for weight in weights]
+
+
 def dagger_starts(fens: Iterable[str], kind_of: Callable[[str], str], kinds: Sequence[str], count: int,
-                  max_plies: int, held_out: Sequence[str], store: TablebaseStore, seed: int) -> list[str]:  # fmt: skip
-    """Up to ``count`` starts, as many of each of ``kinds`` as there are:
-    positions of ``fens`` with the strong side to move and a win in at most
-    ``max_plies`` plies by the tables, their piece placement not one of
-    ``held_out``'s, mirrored where Black is strong (the bench's matches give
-    the net White).  ``kind_of`` names a White-strong FEN's kind
-    (``bench/learning.py``'s ``endgame_kind``); drawn in an order seeded by
-    ``seed``, so each round draws others."""
+                  max_plies: int, held_out: Sequence[str], store: TablebaseStore, seed: int,
+                  weights: Sequence[int] | None = None) -> list[str]:  # fmt: skip
+    """Up to ``count`` starts, each of ``kinds`` given its share of them
+    (:func:`kind_quotas` of ``weights``, equal shares by default) as far as
+    there are: positions of ``fens`` with the strong side to move and a win
+    in at most ``max_plies`` plies by the tables, their piece placement not
+    one of ``held_out``'s, mirrored where Black is strong (the bench's
+    matches give the net White).  ``kind_of`` names a White-strong FEN's
+    kind (``bench/learning.py``'s ``endgame_kind``); drawn in an order seeded
+    by ``seed``, so each round draws others."""
     if count < 1 or max_plies < 1:
         raise ValueError(f"dagger starts: count and max_plies must be >= 1, got {count}, {max_plies}")
+    weights = list(weights) if weights is not None else [1] * len(kinds)
+    if len(weights) != len(kinds) or min(weights, default=1) < 1:
+        raise ValueError(f"dagger starts: one weight >= 1 for each of {list(kinds)}, got {weights}")
     pool = list(dict.fromkeys(fens))
     random.Random(seed).shuffle(pool)
     excluded = {fen.split()[0] for fen in held_out}
-    share = -(-count // max(len(kinds), 1))
+    quota = dict(zip(kinds, kind_quotas(count, weights), strict=True))
     chosen: dict[str, list[str]] = {kind: [] for kind in kinds}
     for fen in pool:
         board = chess.Board(fen)
@@ -69,7 +103,7 @@ def dagger_starts(fens: Iterable[str], kind_of: Callable[[str], str], kinds: Seq
         if strong == chess.BLACK:
             board = board.mirror()
         kind = kind_of(board.fen())
-        if kind not in chosen or len(chosen[kind]) >= share or board.board_fen() in excluded:
+        if kind not in chosen or len(chosen[kind]) >= quota[kind] or board.board_fen() in excluded:
             continue
         try:
             verdict = probe(board, store)

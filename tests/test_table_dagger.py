@@ -81,6 +81,29 @@ def test_the_starts_are_won_strong_side_to_move_white_within_the_bound_and_not_h
         dagger.dagger_starts(fens, learning.endgame_kind, ["KQK"], 0, 30, [], store, seed=1)
 
 
+def test_weighted_starts_split_the_count_by_the_kinds_weights(dagger: ModuleType, learning: Any, tables: Path) -> None:
+    store = tablebase_store(str(tables))
+    fens = _lines(store)
+    starts = dagger.dagger_starts(fens, learning.endgame_kind, ["KQK", "KRK"], 8, 30, [], store, seed=1, weights=[3, 1])
+    assert [learning.endgame_kind(fen) for fen in starts] == ["KQK"] * 6 + ["KRK"] * 2
+    equal = dagger.dagger_starts(fens, learning.endgame_kind, ["KQK", "KRK"], 8, 30, [], store, seed=1, weights=[2, 2])
+    assert equal == dagger.dagger_starts(fens, learning.endgame_kind, ["KQK", "KRK"], 8, 30, [], store, seed=1)
+    with pytest.raises(ValueError, match=r"one weight >= 1 for each of \['KQK', 'KRK'\], got \[1\]"):
+        dagger.dagger_starts(fens, learning.endgame_kind, ["KQK", "KRK"], 8, 30, [], store, seed=1, weights=[1])
+
+
+def test_kind_shares_read_optional_weights_and_name_a_bad_one(dagger: ModuleType) -> None:
+    assert dagger.kind_shares("KBBK:2, KQKR:5,KBNK") == (["KBBK", "KQKR", "KBNK"], [2, 5, 1])
+    assert dagger.kind_shares("KQKR,KBNK") == (["KQKR", "KBNK"], [1, 1])
+    assert dagger.kind_quotas(450, [2, 5, 3]) == [90, 225, 135]
+    assert dagger.kind_quotas(10, [1, 1, 1]) == [4, 4, 4]
+    for text, named in (("KQKR:0", "'0'"), ("KQKR:x", "'x'"), ("KQKR:-2", "'-2'")):
+        with pytest.raises(ValueError, match=f"weight of 'KQKR' must be a whole number >= 1, got {named}"):
+            dagger.kind_shares(text)
+    with pytest.raises(ValueError, match="kind 'KQKR' named twice"):
+        dagger.kind_shares("KQKR:2,KQKR")
+
+
 def test_the_visited_positions_are_the_nets_games_each_position_once(dagger: ModuleType, tmp_path: Path) -> None:
     pgn = tmp_path / "games.pgn"
     texts = []
@@ -129,6 +152,8 @@ def test_the_bench_refuses_dagger_settings_that_cannot_apply(learning: Any, tmp_
         learning.main([*common, "--bootstrap-labels", "tablebases", "--dagger-steps", "0"])
     with pytest.raises(SystemExit, match="--dagger-kinds: .*KXK"):
         learning.main([*common, "--bootstrap-labels", "tablebases", "--bootstrap-dagger", "1", "--dagger-kinds", "KXK"])
+    with pytest.raises(SystemExit, match="--dagger-kinds: weight of 'KQKR' must be a whole number >= 1, got '0'"):
+        learning.main([*common, "--bootstrap-labels", "tablebases", "--bootstrap-dagger", "1", "--dagger-kinds", "KQKR:0"])
     with pytest.raises(SystemExit, match="--dagger-kinds goes with --bootstrap-dagger"):
         learning.main([*common, "--bootstrap-labels", "tablebases", "--dagger-kinds", "KQKR"])
 
@@ -167,7 +192,7 @@ def test_a_dagger_round_plays_labels_trains_on_and_is_evaluated(learning: Any, t
     learning.zerochess("label", "--positions", str(folder / "positions.epd"), "--tablebases", "--out",
                        str(folder / "label"), "--preset", "tiny", *[x for s in settings for x in ("--set", s)])  # fmt: skip
     net = save_net(AlphaZeroNet(load_config(None, [], preset="tiny").net), tmp_path / "gen0.pt")
-    args = argparse.Namespace(kinds="KQK,KRK", next_kinds="", max_mate=10, bootstrap_dagger=1, dagger_starts=4, dagger_kinds="",
+    args = argparse.Namespace(kinds="KQK,KRK", next_kinds="", max_mate=10, bootstrap_dagger=1, dagger_starts=4, dagger_kinds="KQK:3,KRK",
                               dagger_steps=3, dagger_repeat=2, set=settings)  # fmt: skip
     phase = learning.Phase("endgame", settings, load_openings(tmp_path / "endgames_eval.epd"))
     assert learning.dagger_net(args, tmp_path, folder, net, phase, "tiny", minutes=0.0) == net  # no time: no round
@@ -180,6 +205,7 @@ def test_a_dagger_round_plays_labels_trains_on_and_is_evaluated(learning: Any, t
     assert trained == here / "pretrain" / "net.pt" and trained.exists()
     starts = load_start_positions(here / "starts.epd")
     assert len(starts) == 4 and chess.Board(KQK_WON).board_fen() not in {chess.Board(f).board_fen() for f in starts}
+    assert [learning.endgame_kind(fen) for fen in starts] == ["KQK"] * 3 + ["KRK"]  # --dagger-kinds KQK:3,KRK
     visited = load_start_positions(here / "visited.epd")
     assert len(visited) > len(starts)
     assert {chess.Board(fen).board_fen() for fen in starts} <= {chess.Board(fen).board_fen() for fen in visited}

@@ -49,11 +49,14 @@ def kind_shares(text: str) -> tuple[list[str], list[int]]:
     """``KIND[:WEIGHT],...`` (``--dagger-kinds``) as the kinds and their
     weights, 1 where none is given: ``"KBBK:2,KQKR:5"`` is
     ``(["KBBK", "KQKR"], [2, 5])``.  A weight that is not a whole number
-    >= 1, or a kind named twice, raises ``ValueError`` naming it."""
+    >= 1, a weight with no kind or a kind named twice raises ``ValueError``
+    naming it."""
     kinds: list[str] = []
     weights: list[int] = []
     for item in (part.strip() for part in text.split(",") if part.strip()):
-        name, _, weight = item.partition(":")
+        name, _, weight = (part.strip() for part in item.partition(":"))
+        if not name:
+            raise ValueError(f"no kind before the weight in {item!r}")
         try:
             value = int(weight) if weight else 1
         except ValueError:

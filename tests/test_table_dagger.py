@@ -102,6 +102,9 @@ def test_kind_shares_read_optional_weights_and_name_a_bad_one(dagger: ModuleType
             dagger.kind_shares(text)
     with pytest.raises(ValueError, match="kind 'KQKR' named twice"):
         dagger.kind_shares("KQKR:2,KQKR")
+    with pytest.raises(ValueError, match="no kind before the weight in ':3'"):
+        dagger.kind_shares("KQKR,:3")
+    assert dagger.kind_shares(" KQKR : 2 ") == (["KQKR"], [2])
 
 
 def test_the_visited_positions_are_the_nets_games_each_position_once(dagger: ModuleType, tmp_path: Path) -> None:

@@ -316,7 +316,6 @@ def dagger_net(args: argparse.Namespace, out: Path, folder: Path, net: Path, pha
     held_out = load_start_positions(out / "endgames_eval.epd")
     pool = load_start_positions(folder / "positions.epd")
     kinds, weights = kind_shares(args.dagger_kinds or args.next_kinds or args.kinds)
-    kinds = [kind.name for kind in parse_kinds(kinds)]
     max_plies = 2 * (args.next_max_mate if args.next_kinds else max(args.max_mate, 1))
     sets = [item for override in args.set for item in ("--set", override)]
     begun = time.monotonic() if begun is None else begun
@@ -771,7 +770,7 @@ def main(argv: list[str] | None = None) -> int:
                          f"got {args.bootstrap_dagger}")  # fmt: skip
     if args.dagger_kinds:
         try:
-            parse_kinds(kind_shares(args.dagger_kinds)[0])
+            kind_shares(args.dagger_kinds)
         except ValueError as error:
             raise SystemExit(f"--dagger-kinds: {error}") from error
         if not args.bootstrap_dagger:

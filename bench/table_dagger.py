@@ -30,6 +30,7 @@ from pathlib import Path
 import chess
 import chess.pgn
 
+from pipeline.selfplay.endgames import parse_kind
 from pipeline.supervised.tablebase_labels import NotInTables, probe
 from pipeline.training.tablebases import TablebaseStore
 
@@ -46,10 +47,11 @@ def strong_colour(board: chess.Board) -> chess.Color | None:
 
 
 def kind_shares(text: str) -> tuple[list[str], list[int]]:
-    """``KIND[:WEIGHT],...`` (``--dagger-kinds``) as the kinds and their
-    weights, 1 where none is given: ``"KBBK:2,KQKR:5"`` is
-    ``(["KBBK", "KQKR"], [2, 5])``.  A weight that is not a whole number
-    >= 1, a weight with no kind or a kind named twice raises ``ValueError``
+    """``KIND[:WEIGHT],...`` (``--dagger-kinds``) as the kinds' names (as
+    :func:`parse_kind` spells them) and their weights, 1 where none is
+    given: ``"KBBK:2,kqkr:5"`` is ``(["KBBK", "KQKR"], [2, 5])``.  An
+    unknown kind or none at all, a weight that is not a whole number >= 1,
+    a weight with no kind or a kind named twice raises ``ValueError``
     naming it."""
     kinds: list[str] = []
     weights: list[int] = []
@@ -57,6 +59,7 @@ def kind_shares(text: str) -> tuple[list[str], list[int]]:
         name, _, weight = (part.strip() for part in item.partition(":"))
         if not name:
             raise ValueError(f"no kind before the weight in {item!r}")
+        name = parse_kind(name).name
         try:
             value = int(weight) if weight else 1
         except ValueError:
@@ -67,6 +70,8 @@ def kind_shares(text: str) -> tuple[list[str], list[int]]:
             raise ValueError(f"kind {name!r} named twice")
         kinds.append(name)
         weights.append(value)
+    if not kinds:
+        raise ValueError(f"no endgame kinds given in {text!r} (e.g. KQKR:2,KBNK)")
     return kinds, weights
 
 

@@ -102,6 +102,13 @@ def test_kind_shares_read_optional_weights_and_name_a_bad_one(dagger: ModuleType
             dagger.kind_shares(text)
     with pytest.raises(ValueError, match="kind 'KQKR' named twice"):
         dagger.kind_shares("KQKR:2,KQKR")
+    with pytest.raises(ValueError, match="kind 'KQKR' named twice"):
+        dagger.kind_shares("kqkr:2,KQKR")  # one kind however it is spelt
+    with pytest.raises(ValueError, match="endgame kind 'KXK'"):
+        dagger.kind_shares("KQKR,KXK:2")
+    assert dagger.kind_shares("kbbk:2") == (["KBBK"], [2])
+    with pytest.raises(ValueError, match="no endgame kinds given in ' , '"):
+        dagger.kind_shares(" , ")
     with pytest.raises(ValueError, match="no kind before the weight in ':3'"):
         dagger.kind_shares("KQKR,:3")
     assert dagger.kind_shares(" KQKR : 2 ") == (["KQKR"], [2])

@@ -251,6 +251,21 @@ def test_no_games() -> None:
     assert driver.play(HashEvaluator()) == [] and driver.stats["games"] == 0
 
 
+STEP_PARTS = ("deliver", "play", "refill", "collect", "cache", "gather")
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_step_timers_split_the_steps(threads: int) -> None:
+    """The core times step()'s parts (bench/driver_threads.py prints them):
+    each part is counted, and together they fit in the time the steps took."""
+    driver = SelfPlayDriver(SEARCH, *settings_from(games=6, games_in_flight=6, seed=3, start_fens=ENDGAMES,
+                                                   max_plies=20, threads=threads))  # fmt: skip
+    driver.play(HashEvaluator())
+    parts = {part: driver.stats[f"{part}_seconds"] for part in STEP_PARTS}
+    assert all(seconds > 0.0 for seconds in parts.values()), parts
+    assert sum(parts.values()) <= driver.stats["wall_seconds"]
+
+
 # ---------------------------------------------------------------------------
 # Matches
 

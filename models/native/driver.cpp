@@ -1,6 +1,7 @@
 // Self-play driver: see driver.h and pipeline/selfplay/ (the rules).
 #include "driver.h"
 
+#include <chrono>
 #include <cmath>
 #include <utility>
 
@@ -293,15 +294,24 @@ int SelfPlayCore::step(int lane_index) {
   Lane& lane = lanes_.at(lane_index);
   auto& games = lane.games;
   const SlotOf slot_of = [&](int i) { return slot(lane, i); };
+  auto lap = std::chrono::steady_clock::now();
+  const auto time = [&lap](double& seconds) {
+    const auto now = std::chrono::steady_clock::now();
+    seconds += std::chrono::duration<double>(now - lap).count();
+    lap = now;
+  };
   if (lane.has_results) {
     lane.has_results = false;
     deliver_batch(pool_, static_cast<int>(games.size()), slot_of);
+    time(stats_.deliver_seconds);
     for (auto& game : games) game->tree->flush_cache_puts();
+    time(stats_.cache_seconds);
   }
   pool_.parallel_for(static_cast<int>(games.size()), [&](int i) {
     Game& game = *games[i];
     if (game.tree->finished()) play_move(game);
   });
+  time(stats_.play_seconds);
   std::vector<std::unique_ptr<Game>> kept;
   for (auto& game : games) {
     if (game->over) {
@@ -312,10 +322,14 @@ int SelfPlayCore::step(int lane_index) {
   }
   games.swap(kept);
   while (started_ < config_.games && static_cast<int>(games.size()) < per_lane_) games.push_back(new_game(started_++));
+  time(stats_.refill_seconds);
   const int n = static_cast<int>(games.size());
   collect_leaves(pool_, n, slot_of);
+  time(stats_.collect_seconds);
   for (auto& game : games) game->tree->flush_cache_touches();
+  time(stats_.cache_seconds);
   gather_batch(pool_, n, slot_of, lane.batch);
+  time(stats_.gather_seconds);
   const long long leaves = lane.batch.leaves;
   if (leaves) {
     stats_.evaluations += leaves;

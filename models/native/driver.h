@@ -86,6 +86,12 @@ struct DriverStats {
   long long games = 0, positions = 0, full_searches = 0, evaluations = 0, batches = 0;
   long long resigned = 0, playthrough = 0, false_resigns = 0;
   long long draws_adjudicated = 0, draw_playthrough = 0, false_draws = 0;
+  // Wall seconds of step()'s parts: handing the evaluations to the trees,
+  // playing the finished searches' moves, ending and starting games,
+  // collecting leaves, the cache's writes and LRU touches in game order
+  // (one thread), and laying the batch out.
+  double deliver_seconds = 0, play_seconds = 0, refill_seconds = 0;
+  double collect_seconds = 0, cache_seconds = 0, gather_seconds = 0;
 };
 
 class SelfPlayCore {

@@ -151,6 +151,12 @@ void bind_self_play(py::module_& m) {
         out["draws_adjudicated"] = s.draws_adjudicated;
         out["draw_playthrough"] = s.draw_playthrough;
         out["false_draws"] = s.false_draws;
+        out["deliver_seconds"] = s.deliver_seconds;
+        out["play_seconds"] = s.play_seconds;
+        out["refill_seconds"] = s.refill_seconds;
+        out["collect_seconds"] = s.collect_seconds;
+        out["cache_seconds"] = s.cache_seconds;
+        out["gather_seconds"] = s.gather_seconds;
         return out;
       });
   def_batches(cls);

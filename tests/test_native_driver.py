@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 
 import chess
 import numpy as np
 import pytest
 
-from models import encoding
+from models import _native, encoding
 from models.hash_evaluator import HashEvaluator
 from models.driver_settings import DriverConfigError, GamesSettings, settings_from
 from models.native_drivers import (
@@ -24,6 +25,7 @@ from models.native_drivers import (
     MatchGame,
     NativeGame,
     SelfPlayDriver,
+    native_config,
 )
 from models.policy import get_policy_map
 from models.search_config import SearchConfig
@@ -264,6 +266,28 @@ def test_step_timers_split_the_steps(threads: int) -> None:
     parts = {part: driver.stats[f"{part}_seconds"] for part in STEP_PARTS}
     assert all(seconds > 0.0 for seconds in parts.values()), parts
     assert sum(parts.values()) <= driver.stats["wall_seconds"]
+
+
+def test_one_lanes_batch_is_copied_while_the_other_lane_steps() -> None:
+    """batch() spreads its copy over the core's threads; a copy of lane 0
+    made while another Python thread steps lane 1 (both without the GIL)
+    takes turns with it on the pool and gives the same planes."""
+    settings, rules = settings_from(games=40, games_in_flight=16, seed=3, start_fens=ENDGAMES, threads=2)
+    core = _native.SelfPlayCore(native_config(settings, (SEARCH,), rules))
+    assert core.lanes == 2 and core.step(0) > 0
+    expected = core.batch(0)
+    assert expected[0].any()
+
+    def copies() -> list[bool]:
+        return [all(np.array_equal(a, b) for a, b in zip(core.batch(0), expected)) for _ in range(30)]
+
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        copied = executor.submit(copies)
+        for _ in range(30):
+            if core.step(1):
+                planes, rows, _ = core.batch(1)
+                core.set_results(1, (np.zeros(len(rows), np.float32), np.zeros(len(planes), np.float32)))
+        assert all(copied.result())
 
 
 # ---------------------------------------------------------------------------

@@ -43,13 +43,13 @@ void gather_batch(ThreadPool& pool, int n, const SlotOf& slot_of, LeafBatch& bat
   });
 }
 
-void copy_planes(int n, const SlotOf& slot_of, std::uint8_t* out) {
-  for (int i = 0; i < n; ++i) {
+void copy_planes(ThreadPool& pool, int n, const SlotOf& slot_of, std::uint8_t* out) {
+  pool.parallel_for(n, [&](int i) {
     const BatchSlot slot = slot_of(i);
-    if (!slot.tree) continue;
+    if (!slot.tree) return;
     const ByteBuffer& planes = slot.part->leaves.planes;
     if (planes.size()) std::memcpy(out + slot.part->leaf_begin * PLANES_BYTES, planes.data(), planes.size());
-  }
+  });
 }
 
 namespace {

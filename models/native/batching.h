@@ -50,8 +50,10 @@ void collect_leaves(ThreadPool& pool, int n, const SlotOf& slot_of);
 void gather_batch(ThreadPool& pool, int n, const SlotOf& slot_of, LeafBatch& batch);
 
 // Writes the planes of the slots with a tree at their place in the batch
-// (batch.leaves * PLANES_BYTES bytes at out).
-void copy_planes(int n, const SlotOf& slot_of, std::uint8_t* out);
+// (batch.leaves * PLANES_BYTES bytes at out), the slots spread over the
+// pool: a batch of thousands of leaves is tens of MB of fresh pages, whose
+// first writes cost about as much as the copy.
+void copy_planes(ThreadPool& pool, int n, const SlotOf& slot_of, std::uint8_t* out);
 
 // Validates the evaluation of every slot's pending leaves (ChessError naming
 // the FEN; "no evaluation for a pending batch" when none arrived), then

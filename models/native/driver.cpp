@@ -287,7 +287,7 @@ BatchSlot SelfPlayCore::slot(const Lane& lane, int i) const {
 void SelfPlayCore::copy_planes(int lane_index, std::uint8_t* out) const {
   const Lane& lane = lanes_.at(lane_index);
   const SlotOf slot_of = [&](int i) { return slot(lane, i); };
-  zc::copy_planes(static_cast<int>(lane.games.size()), slot_of, out);
+  zc::copy_planes(pool_, static_cast<int>(lane.games.size()), slot_of, out);
 }
 
 int SelfPlayCore::step(int lane_index) {
@@ -427,7 +427,7 @@ BatchSlot MatchCore::slot(int player, int i) const {
 
 void MatchCore::copy_planes(int player, std::uint8_t* out) const {
   const SlotOf player_to_move = [&](int i) { return slot(player, i); };
-  zc::copy_planes(static_cast<int>(games_.size()), player_to_move, out);
+  zc::copy_planes(pool_, static_cast<int>(games_.size()), player_to_move, out);
 }
 
 void MatchCore::step() {

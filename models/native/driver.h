@@ -145,7 +145,7 @@ class SelfPlayCore {
 
   DriverConfig config_;
   std::shared_ptr<EvalCache> cache_;
-  ThreadPool pool_;
+  mutable ThreadPool pool_;  // copy_planes (const) spreads its copy over it
   std::vector<Lane> lanes_;
   int per_lane_ = 1;
   int started_ = 0;
@@ -206,7 +206,7 @@ class MatchCore {
 
   MatchConfig config_;
   std::shared_ptr<EvalCache> caches_[2];
-  ThreadPool pool_;
+  mutable ThreadPool pool_;  // copy_planes (const) spreads its copy over it
   std::vector<std::unique_ptr<Game>> games_;
   LeafBatch batches_[2];
   std::vector<float> logits_[2], values_[2], aux_[2];  // aux_ empty: none

@@ -28,7 +28,7 @@ long long run_searches(const std::vector<SearchTree*>& trees, const BatchEvaluat
       collect_leaves(pool, n, collect_slot);
       gather_batch(pool, n, collect_slot, batch);
       if (batch.leaves == 0) continue;
-      evaluation = evaluate(batch, [&](std::uint8_t* out) { copy_planes(n, collect_slot, out); });
+      evaluation = evaluate(batch, [&](std::uint8_t* out) { copy_planes(pool, n, collect_slot, out); });
       deliver_batch(pool, n, deliver_slot);
     } catch (...) {
       for (SearchTree* tree : trees) tree->abort_pending();

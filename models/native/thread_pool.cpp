@@ -48,6 +48,7 @@ void ThreadPool::worker() {
 }
 
 void ThreadPool::parallel_for(int n, const std::function<void(int)>& fn) {
+  std::lock_guard<std::mutex> call(call_mutex_);
   if (workers_.empty() || n <= 1) {
     for (int i = 0; i < n; ++i) fn(i);
     return;

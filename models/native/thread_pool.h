@@ -13,7 +13,9 @@
 namespace zc {
 
 // Runs fn(i) for i in [0, n) on the calling thread and the pool's workers;
-// rethrows the first exception.
+// rethrows the first exception.  Calls from several threads (a lane's
+// batch() copied while Python steps the other lane) take turns; fn must not
+// call parallel_for on the same pool.
 class ThreadPool {
  public:
   explicit ThreadPool(int threads);
@@ -26,6 +28,7 @@ class ThreadPool {
   void worker();
   void run_items();
   std::vector<std::thread> workers_;
+  std::mutex call_mutex_;  // one parallel_for at a time
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   const std::function<void(int)>* job_ = nullptr;

@@ -82,7 +82,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--leaves-per-batch", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
-    counts = [int(part) for part in args.threads.split(",") if part.strip()]
+    try:
+        counts = [int(part) for part in args.threads.split(",") if part.strip()]
+    except ValueError:
+        parser.error(f"--threads must be whole numbers, comma-separated, got {args.threads!r}")
     if not counts or min(counts) < 1 or args.games < 1 or args.repeats < 1:
         parser.error("--threads needs counts >= 1, and --games and --repeats must be >= 1")
     print(f"{args.games} games in flight, {args.plies} plies, {args.simulations} simulations, "

@@ -26,6 +26,7 @@ import time
 
 import numpy as np
 
+from common import number_list  # bench/, this script's folder
 from models import _native
 from models.driver_settings import NO_ADJUDICATION, GamesSettings
 from models.native_drivers import native_config
@@ -75,19 +76,17 @@ def run_once(args: argparse.Namespace, threads: int) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="native self-play driver scaling over C++ threads, free evaluator")
-    parser.add_argument("--threads", default="1,2", help="thread counts, comma-separated (default 1,2)")
+    parser.add_argument("--threads", type=number_list(int, 1), default="1,2",
+                        help="thread counts, comma-separated (default 1,2)")
     parser.add_argument("--games", type=int, default=512, help="games, all in flight (two lanes)")
     parser.add_argument("--plies", type=int, default=8, help="plies per game")
     parser.add_argument("--simulations", type=int, default=64)
     parser.add_argument("--leaves-per-batch", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
-    try:
-        counts = [int(part) for part in args.threads.split(",") if part.strip()]
-    except ValueError:
-        parser.error(f"--threads must be whole numbers, comma-separated, got {args.threads!r}")
-    if not counts or min(counts) < 1 or args.games < 1 or args.repeats < 1:
-        parser.error("--threads needs counts >= 1, and --games and --repeats must be >= 1")
+    counts = args.threads
+    if args.games < 1 or args.repeats < 1:
+        parser.error("--games and --repeats must be >= 1")
     print(f"{args.games} games in flight, {args.plies} plies, {args.simulations} simulations, "
           f"{args.leaves_per_batch} leaves a batch, free evaluator, median of {args.repeats}")  # fmt: skip
     print(f"core: {_native.__file__}")

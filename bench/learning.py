@@ -145,6 +145,7 @@ from pipeline.selfplay.backward import (  # noqa: E402
 from pipeline.selfplay.endgames import parse_kinds, write_epd  # noqa: E402
 from pipeline.selfplay.starts import load_start_positions  # noqa: E402
 from pipeline.training.tablebases import tablebase_store  # noqa: E402
+from common import number_list  # noqa: E402  (bench/, this script's folder)
 from endgame_data import (  # noqa: E402  (bench/, this script's folder)
     backward_rule,
     caps_text,
@@ -745,7 +746,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plot-dir", help="also copy the plots here (e.g. docs)")
     parser.add_argument("--compare", nargs="+", metavar="LABEL=FOLDER",
                         help="no runs: plot these finished phase folders (OUT/<phase>) against minutes into --plot-dir")
-    parser.add_argument("--recheck", metavar="GENS",
+    parser.add_argument("--recheck", metavar="GENS", type=number_list(int, 0),
                         help="no new generations: evaluate these generations again (e.g. 0,10,20) into recheck.json")
     args = parser.parse_args(argv)
     if args.compare:
@@ -843,7 +844,7 @@ def main(argv: list[str] | None = None) -> int:
                                                   f"train.anchor_fraction={args.anchor_fraction}"])  # fmt: skip
             print(f"[bootstrap] supervised start {init_net} in {spent:.1f} min", flush=True)
         if args.recheck:
-            recheck(phase, folder, [int(g) for g in args.recheck.split(",")], args.preset)
+            recheck(phase, folder, args.recheck, args.preset)
             curve = json.loads((folder / "curve.json").read_text())["generations"]
         else:
             curve = run_phase(phase, folder, minutes, args.max_generations, args.preset, init_net, spent)

@@ -52,14 +52,16 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from common import number_list  # noqa: E402  (bench/, this script's folder)
+
 SUSTAINED = 0.9
 """Share of the offered rate a point must record to count as sustained."""
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--producers", default="8,32,64,128,256", help="producer counts, comma-separated")
-    parser.add_argument("--rate", default="400", help="positions/s per producer, comma-separated (0: flat out)")
+    parser.add_argument("--producers", type=number_list(int, 1), default="8,32,64,128,256", help="producer counts, comma-separated")
+    parser.add_argument("--rate", type=number_list(float, 0.0), default="400", help="positions/s per producer, comma-separated (0: flat out)")
     parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds per point")
     parser.add_argument("--warmup", type=float, default=8.0, help="seconds after the first shard before measuring")
     parser.add_argument("--start-s", type=float, default=120.0,
@@ -353,8 +355,7 @@ def main(argv: list[str] | None = None) -> list[Point]:
     from actors.producer import make_template
     from pipeline.config import to_dict
 
-    counts = [int(text) for text in args.producers.split(",")]
-    rates = [float(text) for text in args.rate.split(",")]
+    counts, rates = args.producers, args.rate
     work = Path(tempfile.mkdtemp(prefix="zc-bench-scale-"))
     template_config = to_dict(config_for(args, 1))
     template_config["selfplay"]["max_plies"] = 160

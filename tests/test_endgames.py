@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from types import ModuleType
 
 import chess
 import chess.engine
@@ -25,7 +27,8 @@ from pipeline.selfplay import (
     stage_for,
     start_fens_for,
 )
-from pipeline.selfplay.endgames import endgame_fens, parse_kind
+from pipeline.selfplay.backward import fen_key
+from pipeline.selfplay.endgames import endgame_fens, parse_kind, write_epd
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_stockfish = pytest.mark.skipif(not os.access(DEBIAN_PATH, os.X_OK), reason="Debian's stockfish not installed")
@@ -117,6 +120,26 @@ def test_endgames_command_writes_a_start_positions_file(tmp_path: Path, capsys: 
     assert main(["endgames", "--out", str(out), "--kinds", "KZK"]) == 2
     assert "unknown piece letter" in capsys.readouterr().err
 
+
+
+@needs_stockfish
+def test_endgames_command_draws_the_bench_held_out_starts_of_one_kind(
+    tmp_path: Path, bench_script: Callable[[str], ModuleType]
+) -> None:
+    """The README draws more held-out KQKR starts with ``zerochess endgames``
+    in place of ``bench/endgame_data.py``'s ``held_out_fens``: for one kind,
+    the same seed and the same excluded files, the two give the same starts."""
+    held_out_fens = bench_script("endgame_data").held_out_fens
+    drawing = {"seed": 71, "mate_nodes": 200000, "walk_back": True}
+    known = tmp_path / "known.epd"  # the first starts the seed draws: the exclusion must leave them out
+    write_epd(known, held_out_fens("KQKR", 3, 6, exclude=[], **drawing), "known")
+    out = tmp_path / "more.epd"
+    assert main(["endgames", "--out", str(out), "--kinds", "KQKR", "--count", "8", "--seed", "71", "--max-mate", "6",
+                 "--walk-back", "--mate-nodes", "200000", "--exclude", str(known)]) == 0  # fmt: skip
+    expected = held_out_fens("KQKR", 8, 6, exclude=load_start_positions(known), **drawing)
+    drawn = load_start_positions(out)
+    assert len(drawn) == 8 and [fen.split()[:4] for fen in drawn] == [fen.split()[:4] for fen in expected]
+    assert not {fen_key(fen) for fen in drawn} & {fen_key(fen) for fen in load_start_positions(known)}
 
 # -- curriculum ------------------------------------------------------------
 

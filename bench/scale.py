@@ -60,8 +60,10 @@ SUSTAINED = 0.9
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--producers", type=number_list(int, 1), default="8,32,64,128,256", help="producer counts, comma-separated")
-    parser.add_argument("--rate", type=number_list(float, 0.0), default="400", help="positions/s per producer, comma-separated (0: flat out)")
+    parser.add_argument("--producers", type=number_list(int, 1), default="8,32,64,128,256",
+                        help="producer counts, comma-separated")
+    parser.add_argument("--rate", type=number_list(float, 0.0), default="400",
+                        help="positions/s per producer, comma-separated (0: flat out)")
     parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds per point")
     parser.add_argument("--warmup", type=float, default=8.0, help="seconds after the first shard before measuring")
     parser.add_argument("--start-s", type=float, default=120.0,

@@ -121,7 +121,6 @@ def test_endgames_command_writes_a_start_positions_file(tmp_path: Path, capsys: 
     assert "unknown piece letter" in capsys.readouterr().err
 
 
-
 @needs_stockfish
 def test_endgames_command_draws_the_bench_held_out_starts_of_one_kind(
     tmp_path: Path, bench_script: Callable[[str], ModuleType]
@@ -138,7 +137,7 @@ def test_endgames_command_draws_the_bench_held_out_starts_of_one_kind(
                  "--walk-back", "--mate-nodes", "200000", "--exclude", str(known)]) == 0  # fmt: skip
     expected = held_out_fens("KQKR", 8, 6, exclude=load_start_positions(known), **drawing)
     drawn = load_start_positions(out)
-    assert len(drawn) == 8 and [fen.split()[:4] for fen in drawn] == [fen.split()[:4] for fen in expected]
+    assert len(drawn) == 8 and [fen_key(fen) for fen in drawn] == [fen_key(fen) for fen in expected]
     assert not {fen_key(fen) for fen in drawn} & {fen_key(fen) for fen in load_start_positions(known)}
 
 # -- curriculum ------------------------------------------------------------

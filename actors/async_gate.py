@@ -72,7 +72,8 @@ class GateRole:
         for pgn in sorted(gate_dir.glob("*.pgn")):
             self.tracker.client.log_artifact(run_id, str(pgn), "pgn")
         gated = {"generation": index, "stage": "gate", "candidate": self.candidates[index].net,
-                 **decision.as_dict(), "busy_s": result.busy_s, "node": result.node}  # fmt: skip
+                 **decision.as_dict(), "busy_s": result.busy_s, "node": result.node,
+                 **self.clock.stamp()}  # fmt: skip
         if decision.promote:
             gated["version"] = self.version + 1
             gated["model_version"] = self.tracker.register(run_id, self.candidates[index].net)

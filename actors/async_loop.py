@@ -71,6 +71,7 @@ from actors.async_trainer import TrainerRole
 from pipeline.async_status import AsyncStatus, AsyncStatusBoard
 from pipeline.atomic import atomic_write
 from pipeline.config import Config, to_dict
+from pipeline.loop.budget import RunClock, spent_before
 from pipeline.loop.games import GamesBook
 from pipeline.loop.ledger import GAMES_FILE, Ledger, write_best
 from pipeline.loop.records import Busy, CandidateEntry, Task
@@ -97,7 +98,8 @@ def run_async(
     stop: threading.Event | None = None,
 ) -> dict[str, Any]:
     """Run the asynchronous loop into ``out`` until ``run.generations``
-    candidates are gated (resumable).  Ray must be initialised.
+    candidates are gated or ``run.hours`` are spent, whichever comes first
+    (resumable; a larger count or budget goes on).  Ray must be initialised.
 
     ``pool_actor``: the self-play pool's actor class instead of
     :class:`actors.roles.PoolActor` (same interface: ``ready()`` and ``play(...)``;
@@ -156,6 +158,7 @@ class AsyncLoop(PoolRole, TrainerRole, GateRole, RetentionRole):
         self.trainer_state = ("", 0.0)  # the last state noted in the events, and when
         self.pool_actor: Any = None  # run_async's pool_actor
         self.stop: threading.Event | None = None
+        self.clock = RunClock(config.run.hours, spent_before(ledger.entries))
 
     # -- the event loop -------------------------------------------------------
 
@@ -171,11 +174,12 @@ class AsyncLoop(PoolRole, TrainerRole, GateRole, RetentionRole):
         self.games.flush()
         self.board.update(mlflow=self.tracker.uri, best=self.best, net_version=self.version,
                           pool_workers=config.selfplay.workers,
-                          samples_per_position_target=config.run.train_samples_per_position)  # fmt: skip
+                          samples_per_position_target=config.run.train_samples_per_position,
+                          deadline=self.clock.deadline(), budget_s=self.clock.budget_s)  # fmt: skip
         self.trainer_run_id = self._trainer_run()
         self.say(f"async loop: pool of {config.selfplay.workers} self-play actors, trainer, gatekeeper; "
-                 f"{len(self._gated())} / {config.run.generations} candidates gated so far")  # fmt: skip
-        self.stopping = len(self._gated()) >= config.run.generations  # a rerun of a finished run
+                 f"{len(self._gated())} / {config.run.generations or 'no limit'} candidates gated so far")  # fmt: skip
+        self.stopping = self._ended()  # a rerun of a finished run
         self.board.update(stage="running")
         while True:
             if self.stop is not None and self.stop.is_set():
@@ -201,13 +205,22 @@ class AsyncLoop(PoolRole, TrainerRole, GateRole, RetentionRole):
             self._show()
         return self._finish()
 
+    def _ended(self) -> bool:
+        """Every candidate the run asks for is gated, or its time budget is spent."""
+        return len(self._gated()) >= self.config.run.generation_limit or self.clock.spent()
+
     def _finished(self) -> bool:
-        """True once every candidate is gated, self-play drained and every shard checked."""
-        if len(self._gated()) < self.config.run.generations:
+        """True once every candidate is gated (or the time budget is spent),
+        self-play drained and every shard checked."""
+        if not self.stopping and not self._ended():
             return False
         if not self.stopping:
             self.stopping = True
-            self.say("every candidate is gated: the pool finishes its tasks")
+            if self.clock.spent():
+                self.say(f"time budget of {self.config.run.hours:g} h spent ({self.clock.elapsed_s() / 60:.1f} min): "
+                         f"no new task, gate or training step; the pool finishes its tasks")  # fmt: skip
+            else:
+                self.say("every candidate is gated: the pool finishes its tasks")
         if any(kind in ("task", "gate", "train") for kind, _ in self.in_flight.values()):
             return False
         if self.queue:
@@ -287,6 +300,8 @@ class AsyncLoop(PoolRole, TrainerRole, GateRole, RetentionRole):
             handle.write(json.dumps(summary, indent=2, default=str).encode())
 
     def _finish(self) -> dict[str, Any]:
+        if self.clock.spent():  # the budget ended the run: a resumed run's clock starts here
+            self.ledger.append({"generation": 0, "stage": "clock", **self.clock.stamp()})
         self._write_metrics()
         busy = self.busy.fractions(len(self.slots))
         games, positions, training = self._totals()

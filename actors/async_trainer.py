@@ -44,7 +44,7 @@ class TrainerRole:
         if games < self.config.run.games_per_generation or training < batch:
             return 0
         allowed = math.floor(self.config.run.train_samples_per_position * training / batch)
-        return min(allowed, self.config.run.generations * self.config.run.candidate_every_steps)
+        return min(allowed, self.config.run.generation_limit * self.config.run.candidate_every_steps)
 
     def _trainer_class(self) -> Any:
         run = self.config.run
@@ -70,7 +70,7 @@ class TrainerRole:
         self.trainer_running = True
 
     def _trainer_done(self) -> bool:
-        return self.step >= self.config.run.generations * self.config.run.candidate_every_steps
+        return self.step >= self.config.run.generation_limit * self.config.run.candidate_every_steps
 
     def _on_train(self, ref: Any) -> None:
         self.trainer_running = False
@@ -107,7 +107,7 @@ class TrainerRole:
                                  step=positions)  # fmt: skip
         for candidate in result.candidates:
             index = candidate.index
-            if index in self.candidates or index > self.config.run.generations:
+            if index in self.candidates or index > self.config.run.generation_limit:
                 continue
             entry = CandidateEntry(index, candidate.net, candidate.step, positions, training, result.node)
             self.ledger.append(entry.as_entry())

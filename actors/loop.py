@@ -45,6 +45,7 @@ from pipeline.config import Config
 from pipeline.evaluation.gating import run_gate, run_measure
 from pipeline.evaluation.measure import PREFIX as MEASURE_PREFIX
 from pipeline.evaluation.measure import measure_text
+from pipeline.loop.budget import RunClock, spent_before
 from pipeline.loop.ledger import GAMES_FILE, Ledger, write_best
 from pipeline.loop.records import GenerationSummary, MeasureEntry, SelfPlayEntry, TrainEntry
 from pipeline.loop.retention import retain_generation
@@ -69,7 +70,9 @@ def run_pipeline(
     board: StatusBoard | None = None,
     on_report: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Run ``config.run.generations`` generations into ``out`` (resumable).
+    """Run ``config.run.generations`` generations into ``out``, or until
+    ``config.run.hours`` are spent, whichever comes first (resumable; a
+    finished run resumed with a larger count or budget goes on).
 
     ``init_net`` (e.g. a supervised ``zerochess pretrain`` export) replaces the
     random generation-0 network; it must have ``config.net``'s architecture.
@@ -100,6 +103,7 @@ class SyncLoop:
         self.tell = on_report or self.emit
         self.games = Ledger(out / GAMES_FILE)
         self.shards = config.run.shards or str(out / "shards")
+        self.clock = RunClock(config.run.hours, spent_before(ledger.entries))
 
     def say(self, text: str) -> None:
         """A stage's progress line."""
@@ -114,20 +118,24 @@ class SyncLoop:
     def run(self, init_net: str | None) -> dict[str, Any]:
         config, ledger, tracker = self.config, self.ledger, self.tracker
         best = initial_best(config, self.out, ledger, tracker, init_net)
-        self.board.update(best=best, mlflow=tracker.uri, max_steps=config.train.max_steps)
+        self.board.update(best=best, mlflow=tracker.uri, max_steps=config.train.max_steps,
+                          deadline=self.clock.deadline(), budget_s=self.clock.budget_s)  # fmt: skip
         gen0 = ledger.find(0, "init")["net"]  # type: ignore[index]
         baseline = self.measure(0, gen0, gen0)
         if baseline:
             self.report(f"generation 0 (random net): {measure_text(baseline)}")
         history: list[dict[str, Any]] = [e["summary"] for e in ledger.entries if e["stage"] == "generation"]
         latest = best  # training continues from the newest trained net; self-play uses the best
-        for generation in range(1, config.run.generations + 1):
+        for generation in range(1, config.run.generation_limit + 1):
             finished = ledger.find(generation, "generation")
             if finished is not None:
                 best = finished["best"]
                 latest = ledger.find(generation, "train")["net"]  # type: ignore[index]
                 self.report(status_line(finished["summary"]))
                 continue
+            if self.clock.spent():
+                self.report(budget_line(config.run.hours, generation - 1, self.clock.elapsed_s()))
+                break
             summary, best, latest = self.generation(generation, best, latest, gen0, baseline)
             history.append(summary)
             _write_metrics(self.out, history, baseline)
@@ -173,7 +181,8 @@ class SyncLoop:
         # so two pipeline runs compare side by side in mlflow ui.
         tracker.log_metrics(tracker.parent_id, {**trained.losses(), **summary.gate}, step=generation)
         document = summary.as_dict()
-        ledger.append({"generation": generation, "stage": "generation", "best": best, "summary": document})
+        ledger.append({"generation": generation, "stage": "generation", "best": best, "summary": document,
+                       **self.clock.stamp()})  # fmt: skip
         return document, best, trained.net
 
     def selfplay(self, generation: int, best: str, run_id: str) -> SelfPlayEntry:
@@ -261,6 +270,12 @@ class SyncLoop:
             shown += f"   (generation 0: {measure_text(baseline)})"
         self.board.update(learning=shown)
         return figures
+
+
+def budget_line(hours: float, generations: int, elapsed_s: float) -> str:
+    """The report's line when the time budget ends a run."""
+    return (f"time budget of {hours:g} h spent ({elapsed_s / 60:.1f} min) after generation {generations}: "
+            f"the run ends here (run it again with a larger --hours to go on)")
 
 
 def mate_rates(ledger: Ledger) -> dict[int, float]:

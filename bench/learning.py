@@ -421,7 +421,7 @@ def run_phase(phase: Phase, out: Path, minutes: float, max_generations: int, pre
         generation += 1
         begun = time.monotonic()
         stage_config = next_config if moved else config
-        run_config = replace(stage_config, run=replace(stage_config.run, generations=generation))
+        run_config = replace(stage_config, run=replace(stage_config.run, generations=generation, hours=0.0))  # its own clock
         run_pipeline(run_config, out / "run", init_net=str(init_net) if init_net else None,
                      on_event=lambda text: print(f"[{phase.name}] {text}", flush=True))  # fmt: skip
         ledger = Ledger(out / "run" / "ledger.jsonl")

@@ -27,6 +27,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from pipeline.loop.budget import time_left_text
 from pipeline.status import LOSS_KEYS, StatusBoard
 
 
@@ -58,6 +59,8 @@ class AsyncStatus:
     mlflow: str = ""
     stage: str = "starting"
     recent: list[str] = field(default_factory=list)
+    deadline: float | None = None  # monotonic end of run.hours (None: no time budget)
+    budget_s: float = 0.0
     started: float = field(default_factory=time.monotonic)
     stage_started: float = field(default_factory=time.monotonic)
 
@@ -80,7 +83,10 @@ def render_async(status: AsyncStatus) -> Panel:
         f"({status.window_shards} shards)   samples/position {status.samples_per_position:.2f} "
         f"(target {status.samples_per_position_target:g})",
     )
-    table.add_row("", f"losses: {losses or '-'}   candidates {status.candidates} / {status.candidates_target}")
+    target = status.candidates_target or "no limit"
+    budget = time_left_text(status.deadline, status.budget_s)
+    table.add_row("", f"losses: {losses or '-'}   candidates {status.candidates} / {target}"
+                  + (f"   time: {budget}" if budget else ""))  # fmt: skip
     table.add_row("gatekeeper", f"gating: {', '.join(status.gates_in_flight) or '-'}")
     for verdict in status.verdicts[-3:]:
         table.add_row("", verdict)

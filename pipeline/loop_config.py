@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import sys
 from dataclasses import dataclass
 
 from pipeline.config_errors import ConfigError, check_at_least, require, require_one_of
@@ -20,7 +22,14 @@ class RunConfig:
             (``actors/async_loop.py``).
         generations: sync: generations to play; async: candidates the trainer
             exports (and the gatekeeper gates) before the run ends.  A rerun
-            continues up to this count.
+            continues up to this count.  0: no count, the run ends when
+            ``hours`` is spent (which must then be > 0).
+        hours: wall-clock budget of the whole loop in hours, across resumes
+            (``zerochess run --hours``; :mod:`pipeline.loop.budget`); 0: none.
+            With ``generations`` too, whichever comes first ends the run: the
+            sync loop finishes the generation in progress, the async loop
+            stops feeding its roles and drains.  A finished run resumed with a
+            larger budget goes on.
         games_per_generation: sync: self-play games per generation; async:
             games the pool plays before the trainer starts (the first window).
         model_name: MLflow registered model the promoted nets are versions of
@@ -65,6 +74,7 @@ class RunConfig:
 
     mode: str = "sync"
     generations: int = 10
+    hours: float = 0.0
     games_per_generation: int = 128
     model_name: str = "zerochess"
     shards: str = ""
@@ -82,10 +92,13 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         require_one_of("run.mode", self.mode, MODES)
-        check_at_least("run", self, ("generations", "games_per_generation", "candidate_every_steps",
-                                     "gates_in_flight"), 1)  # fmt: skip
-        check_at_least("run", self, ("trainer_cpus", "trainer_gpus", "gate_cpus", "role_max_restarts",
-                                     "retain_positions"), 0)  # fmt: skip
+        check_at_least("run", self, ("games_per_generation", "candidate_every_steps", "gates_in_flight"), 1)
+        check_at_least("run", self, ("generations", "hours", "trainer_cpus", "trainer_gpus", "gate_cpus",
+                                     "role_max_restarts", "retain_positions"), 0)  # fmt: skip
+        require("run.hours", self.hours, math.isfinite(self.hours), "a finite number")
+        if self.generations == 0 and self.hours == 0:
+            raise ConfigError("run.generations is 0 (no count) and run.hours is 0 (no time budget): "
+                              "the run would never end; set one of them")  # fmt: skip
         require("run.train_samples_per_position", self.train_samples_per_position,
                 self.train_samples_per_position > 0, "> 0")  # fmt: skip
         if not self.model_name:
@@ -95,6 +108,12 @@ class RunConfig:
                 f"run.trainer_gpus must be <= 1 with run.mode async (its trainer trains on one device, "
                 f"no DDP), got {self.trainer_gpus!r}; for DDP over several GPUs use run.mode sync"
             )
+
+
+    @property
+    def generation_limit(self) -> int:
+        """``generations``, or no limit (a count no run reaches) when it is 0."""
+        return self.generations or sys.maxsize
 
 
 def check_training_devices(run: RunConfig, devices: int) -> None:

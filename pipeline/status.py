@@ -24,6 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pipeline.evaluation.elo_text import elo_text
+from pipeline.loop.budget import time_left_text
 
 LOSS_KEYS = ("loss/total", "loss/policy", "loss/value", "loss/l2")
 
@@ -53,6 +54,8 @@ class RunStatus:
     best: str = ""
     mlflow: str = ""
     recent: list[str] = field(default_factory=list)
+    deadline: float | None = None  # monotonic end of run.hours (None: no time budget)
+    budget_s: float = 0.0
     started: float = field(default_factory=time.monotonic)
     stage_started: float = field(default_factory=time.monotonic)
 
@@ -67,7 +70,9 @@ def render(status: RunStatus) -> Panel:
     table.add_column(style="bold cyan", justify="right")
     table.add_column()
     elapsed = time.monotonic() - status.stage_started
-    table.add_row("generation", f"{status.generation} / {status.generations}   stage: {status.stage} ({elapsed:.0f} s)")
+    budget = time_left_text(status.deadline, status.budget_s)
+    table.add_row("generation", f"{status.generation} / {status.generations or 'no limit'}   "
+                  f"stage: {status.stage} ({elapsed:.0f} s)" + (f"   time: {budget}" if budget else ""))
     table.add_row(
         "self-play",
         f"{status.games_done} / {status.games_target} games, {status.games_per_s:.2f} games/s, "

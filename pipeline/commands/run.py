@@ -30,12 +30,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="runs/pipeline",
                         help="run folder (rerun the same command to resume; default: runs/pipeline)")
     parser.add_argument("--init-checkpoint", help="start generation 0 from this net (e.g. zerochess pretrain's)")
+    parser.add_argument("--hours", metavar="H",
+                        help="wall-clock budget of the whole loop in hours (sets run.hours; beside run.generations, "
+                             "whichever comes first ends the run; rerun with a larger budget to go on)")  # fmt: skip
     add_ray_argument(parser)
     parser.add_argument("--no-live", action="store_true",
                         help="no live status screen, as off a terminal")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.hours is not None:  # checked before anything starts: a bad budget is one line, exit 2
+        from pipeline.loop.budget import parse_hours
+
+        args.overrides = [*args.overrides, f"run.hours={parse_hours(args.hours)!r}"]
     config = config_from_args(args)
     check_output_folder("--out", args.out)
     if args.init_checkpoint:

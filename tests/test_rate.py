@@ -437,3 +437,87 @@ def test_level_names_split_into_base_and_share() -> None:
     for bad in ("stockfish:nodes=1:random=x", "stockfish:nodes=1:random=2"):
         with pytest.raises(PlayerError, match="random share"):
             split_mix(bad)
+
+
+# ------------------------------------------------------------- refine, compare
+
+
+def test_refining_plays_the_level_nearest_the_rating_until_the_interval_is_narrow() -> None:
+    from pipeline.evaluation.rating import half_width
+
+    levels = ladder_of([300, 500, 700, 900, 1100, 1350, 1500, 1650, 1800])
+    seen: list[str] = []
+    coarse = rate(levels, expected_player(1000.0, games=10), max_levels=6)
+    fine = rate(levels, expected_player(1000.0, games=10), max_levels=6, on_level=lambda r: seen.append(r.level.name),
+                width=75.0, max_games=400)  # fmt: skip
+    assert half_width(coarse.fit) > 75.0 >= half_width(fine.fit)
+    extra = seen[len(coarse.results):]
+    assert extra and set(extra) <= {"level900", "level1100"}  # the two levels either side of 1000
+    assert fine.fit.games == 10 * len(seen) == sum(result.games for result in fine.results)
+    assert len(fine.played) == len(seen) and len(fine.results) == len(set(seen))  # merged per level
+    assert abs(fine.fit.rating - 1000.0) < 30
+
+
+def test_refining_stops_before_passing_max_games() -> None:
+    levels = ladder_of([300, 500, 700, 900, 1100, 1350, 1500, 1650, 1800])
+    rating = rate(levels, expected_player(1000.0, games=10), max_levels=6, width=1.0, max_games=75)
+    assert rating.fit.games == 70  # 4 bisection matches, then 3 more of 10: an 8th would pass 75
+
+
+def test_a_negative_width_or_game_cap_is_refused() -> None:
+    with pytest.raises(RatingError, match="width and max_games"):
+        rate(ladder_of([300, 500]), expected_player(400.0), max_levels=2, width=-1.0)
+
+
+def test_replay_plays_the_same_matches_and_the_difference_has_its_own_interval() -> None:
+    from pipeline.evaluation.rating import Difference, replay
+
+    levels = ladder_of([300, 500, 700, 900, 1100, 1350, 1500, 1650, 1800])
+    first = rate(levels, expected_player(1000.0, games=20), max_levels=6, width=60.0, max_games=400)
+    met: list[str] = []
+    second = replay(first.played, expected_player(1200.0, games=20), on_level=lambda r: met.append(r.level.name))
+    assert met == [result.level.name for result in first.played]
+    assert second.fit.games == first.fit.games
+    difference = Difference.of(second.fit, first.fit)
+    assert difference.low < difference.elo < difference.high
+    assert abs(difference.elo - 200.0) < 40 and difference.low < 200.0 < difference.high
+    # the levels' own errors cancel: with measured levels the two ratings widen, their difference does not
+    assert "difference: A - B = +" in difference.line("A", "B", second.fit.games)
+
+
+def test_the_difference_ignores_the_levels_own_errors() -> None:
+    from pipeline.evaluation.rating import Difference, replay
+
+    measured = [Level(f"chain{r}", float(r), r - 150.0, r + 150.0) for r in (300, 500, 700, 900, 1100)]
+    first = rate(measured, expected_player(800.0, games=40), max_levels=6)
+    second = replay(first.played, expected_player(800.0, games=40))
+    difference = Difference.of(first.fit, second.fit)
+    assert first.fit.high - first.fit.low > 250  # the levels' errors are in each rating's interval
+    assert difference.high - difference.low < (first.fit.stat_high - first.fit.stat_low) * 1.5
+    assert difference.elo == pytest.approx(0.0, abs=1e-6)
+
+
+def test_a_level_met_again_starts_from_the_next_openings_of_the_book(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``level_player``: the first match against a level plays the book's
+    first pairs (as before), the k-th one starts k x pairs further on, round
+    the book, so repeated matches are new games."""
+    from pipeline.evaluation import rating as rating_module
+    from pipeline.evaluation.match import Opening
+    from pipeline.evaluation.rating import RateRequest, level_player
+    from pipeline.players.spec import PlayerContext
+
+    starts: list[tuple[str, str]] = []
+
+    def fake_match(pool, player, level, openings, pairs, max_plies):  # noqa: ANN001, ANN202 - play_match's shape
+        starts.append((level, openings[0].name))
+        return MatchResult(PairingResult(player, level, wins=pairs, losses=pairs), [])
+
+    monkeypatch.setattr(rating_module, "play_match", fake_match)
+    book = [Opening(f"o{i}", chess.STARTING_FEN) for i in range(5)]
+    request = RateRequest(checkpoint="net.pt", simulations=2, games=4, max_levels=2, openings=book,
+                          context=PlayerContext())  # fmt: skip
+    play = level_player(None, request, request.player, [])  # type: ignore[arg-type]
+    a, b = fixed("a", 1000.0), fixed("b", 1200.0)
+    results = [play(level) for level in (a, b, a, a, b)]
+    assert starts == [("a", "o0"), ("b", "o0"), ("a", "o2"), ("a", "o4"), ("b", "o2")]
+    assert all(result.games == 4 for result in results)

@@ -21,7 +21,7 @@ TORCH_THREADS = 1
 pytestmark = pytest.mark.usefixtures("torch_threads")
 LINE = re.compile(r"^rating: (-?\d+) \[(-?\d+), (-?\d+)\] on Stockfish's UCI_Elo scale \((\d+) games, levels (.+)\)$")
 QUICK = ["--params", "none", "--set", "gating.max_plies=60", "--games", "2", "--simulations", "2",
-         "--max-levels", "2", "--level-games", "2", "--elo-nodes", "100"]  # fmt: skip
+         "--max-levels", "2", "--level-games", "2", "--elo-nodes", "100", "--width", "0"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +29,21 @@ def nets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A tiny net (``tiny``), one whose weights do not fit its config, and broken files."""
     root = tmp_path_factory.mktemp("rate_nets")
     write_nets(root)
+    write_lc0_net(root / "lc0.pt")
     nets = {p.stem: p for p in root.iterdir()}
     return nets | {"tiny": nets["good"], "missing": root / "missing" / "net.pt"}
+
+
+def write_lc0_net(path: Path) -> None:
+    """A tiny net with lc0's 1858-move policy (the other nets use AlphaZero's 4672)."""
+    import torch
+
+    from models.net import AlphaZeroNet, NetConfig
+    from pipeline.checkpoint import save_net
+
+    torch.manual_seed(1)
+    save_net(AlphaZeroNet(NetConfig(blocks=1, filters=8, value_channels=4, value_hidden=16,
+                                    policy_encoding="lc0_1858")), path)  # fmt: skip
 
 
 def bad_cases(nets: dict[str, Path]) -> list[tuple[str, list[str], str]]:
@@ -48,11 +61,21 @@ def bad_cases(nets: dict[str, Path]) -> list[tuple[str, list[str], str]]:
         ("missing book", [tiny, "--openings", "/nonexistent/book.epd"], "--openings /nonexistent/book.epd"),
         ("cache under a file", [tiny, "--cache", str(nets["a_file"] / "levels.json")], "--cache"),
         ("unknown --set key", [tiny, "--set", "gating.bogus=1"], "gating.bogus"),
+        ("no net at all", [], "a CHECKPOINT to rate, or --compare A B"),
+        ("compare one net", ["--compare", tiny], "--compare takes two nets A B, got 1"),
+        ("compare three nets", ["--compare", tiny, tiny, tiny], "--compare takes two nets A B, got 3"),
+        ("compare another encoding", ["--compare", tiny, str(nets["lc0"])], "lc0_1858 policy encoding"),
+        ("compare a missing net", ["--compare", tiny, str(nets["missing"])], "missing/net.pt"),
+        ("a net and --compare", [tiny, "--compare", tiny, tiny], "drop CHECKPOINT"),
+        ("simulations not a list of numbers", [tiny, "--simulations", "32,many"], "--simulations must be whole numbers"),
+        ("zero simulations in a list", [tiny, "--simulations", "32,0"], "--simulations must be >= 1, got 0"),
+        ("negative width", [tiny, "--width", "-5"], "--width must be a number of Elo >= 0"),
+        ("max games below games", [tiny, "--max-games", "2"], "--max-games must be at least --games (20)"),
     ]  # fmt: skip
 
 
 CASE_NAMES = [case[0] for case in bad_cases({k: Path(k) for k in ("tiny", "missing", "folder", "corrupt", "arch",
-                                                                 "a_file")})]  # fmt: skip
+                                                                 "a_file", "lc0")})]  # fmt: skip
 
 
 def check_one_line(code: int, out: str, err: str, needle: str) -> None:
@@ -138,6 +161,44 @@ def test_a_whole_rating_prints_the_summary_line_and_logs_to_mlflow(nets: dict[st
     assert LINE.match(again[-1]) and not [line for line in again if " vs " in line]
     assert json.loads((out / "rating.json").read_text())["chain_measured_now"] is False
     assert len(read_store(uri)) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not have_stockfish(), reason="no Stockfish binary")
+def test_compare_rates_two_nets_on_the_same_levels_at_each_search_size(nets: dict[str, Path], tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    """``--compare A B --simulations 2,3``: for each size, B plays exactly A's
+    matches (levels, games), the difference line and compare.json agree with
+    the two ratings, and ``--width`` adds matches at the nearest level."""
+    import torch
+
+    from models.net import AlphaZeroNet, NetConfig
+    from pipeline.checkpoint import save_net
+
+    torch.manual_seed(5)
+    other = save_net(AlphaZeroNet(NetConfig(blocks=1, filters=8, value_channels=4, value_hidden=16)),
+                     tmp_path / "other.pt")  # fmt: skip
+    out = tmp_path / "out"
+    quick = [arg for arg in QUICK if arg not in ("--width", "0")]
+    quick[quick.index("--simulations") + 1] = "2,3"
+    argv = ["rate", "--compare", str(nets["tiny"]), str(other), *quick, "--width", "1", "--max-games", "6",
+            "--cache", str(tmp_path / "levels.json"), "--out", str(out), "--no-mlflow"]  # fmt: skip
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    differences = [line for line in lines if line.startswith("difference: A - B = ")]
+    assert len(differences) == 2
+    for sims in (2, 3):
+        document = json.loads((out / f"sims{sims}" / "compare.json").read_text())
+        a, b = document["a"], document["b"]
+        assert a["player"].endswith(f"sims={sims}") and b["player"].endswith(f"sims={sims}")
+        assert [(lv["name"], lv["games"] + lv["aborted"]) for lv in a["levels"]] == \
+            [(lv["name"], lv["games"] + lv["aborted"]) for lv in b["levels"]]
+        assert a["games"] == 6  # the bisection's 2 levels, then matches until --max-games (a ±1 Elo width is never met)
+        difference = document["difference"]
+        assert difference["elo"] == pytest.approx(a["rating"] - b["rating"], abs=0.2)
+        assert difference["low"] <= difference["elo"] <= difference["high"]
+        for side in ("a", "b"):
+            assert (out / f"sims{sims}" / side / "rating.json").exists()
 
 
 # ------------------------------------------------------------------ gating.rate

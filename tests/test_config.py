@@ -78,3 +78,20 @@ def test_every_preset_loads_over_params_yaml(preset: str) -> None:
     assert config.search.backend == "native"
     if preset in ("gpu", "cluster"):  # many games in flight on several C++ search threads per GPU actor
         assert config.selfplay.games_per_task >= 512 and config.selfplay.search_threads >= 4
+
+
+RECIPE = {  # the measured recipe (docs/results), params.yaml's values
+    "search.algorithm": "gumbel", "search.twofold_draw": True, "search.moves_left_slope": 0.0027,
+    "search.moves_left_cap": 0.0345, "net.value_head": "wdl", "net.moves_left": True, "net.soft_policy": True,
+    "train.soft_policy_weight": 1.0, "train.weight_average_decay": 0.99, "selfplay.adjudicate_material": True,
+}  # fmt: skip
+
+
+def test_params_yaml_holds_the_measured_recipe_and_tiny_pins_alphazero() -> None:
+    recipe = flatten(load_config(ROOT / "params.yaml"))
+    assert {key: recipe[key] for key in RECIPE} == RECIPE
+    cpu = flatten(load_config(ROOT / "params.yaml", preset="cpu"))
+    assert {key: cpu[key] for key in RECIPE} == RECIPE
+    embedded, tiny = flatten(Config()), flatten(load_config(ROOT / "params.yaml", preset="tiny"))
+    assert {key: tiny[key] for key in RECIPE} == {key: embedded[key] for key in RECIPE}  # AlphaZero's choices
+    assert tiny["search.algorithm"] == "puct" and tiny["net.value_head"] == "scalar"

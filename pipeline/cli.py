@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("train", "train the network on a window of shards (Lightning), log to MLflow, export net.pt"),
     "pgn2shards": ("pgn2shards", "convert PGN games (plain, .gz, .bz2, .zst) into train/held-out shards"),
     "label": ("label", "label positions with Stockfish MultiPV into train/held-out shards"),
+    "sfgames": ("sfgames", "Stockfish self-play games at a node limit as PGN with evals (the supervised phase's expert)"),
     "pretrain": ("pretrain", "train on supervised shards, report held-out top-1/top-5 move accuracy"),
     "params": ("params", "validate params.yaml (plus --set overrides) and print the flattened config"),
     "stage": ("stage", "steps of the DVC pipeline (dvc.yaml): initial net, self-play, window, report"),

@@ -9,7 +9,9 @@ row per ply, the position *before* each move of the main line:
 * pi: one-hot on the move played, or with ``supervised.label_smoothing`` = e:
   ``1 - e`` on it plus ``e / n`` on each of the ``n`` legal moves;
 * ``z``: the game's result from the side to move (draw 0);
-* ``root_q`` 0.0 and ``root_visits`` 0 (no search), ``full_search`` true (a
+* ``root_q``: the move's ``[%eval ...]`` comment from the side to move
+  (``zerochess sfgames`` writes one on every move), else 0.0;
+  ``root_visits`` 0 (no search), ``full_search`` true (a
   training target), ``generation`` 0, ``result`` the ``Result`` header,
   ``termination`` the ``Termination`` header or ``pgn``;
 * ``game_id``: ``<file tag>-g<game number in the file>``, e.g.

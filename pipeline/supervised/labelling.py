@@ -43,7 +43,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import os
 import random
 import time
@@ -66,6 +65,7 @@ from pipeline.players.base import PlayerError
 from pipeline.players.stockfish import EngineFailure, StockfishPlayer, StockfishSettings
 from pipeline.shards import decode_history, decode_meta, load_shards
 from pipeline.supervised.config import SupervisedConfig
+from pipeline.supervised.evals import CP_ANGLE, CP_SCALE, centipawns_to_value
 from pipeline.supervised.rows import GameRows, ShardBuffer
 from pipeline.supervised.splits import HELDOUT, TRAIN, is_heldout, split_dirs
 
@@ -91,10 +91,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-CP_SCALE: Final = 111.714640912
-"""lc0's centipawn scale (``pipeline.uci.analysis`` maps values to centipawns with it)."""
-CP_ANGLE: Final = 1.5620688421
-"""lc0's angle factor, just under pi/2."""
 MATE_CP: Final = 100_000
 """Centipawns of a mate in the policy softmax (less the plies to mate)."""
 LABEL_MANIFEST: Final = "label.json"
@@ -106,14 +102,6 @@ LABEL_TIMEOUT_S: Final = 120.0
 # ---------------------------------------------------------------------------
 # Scores, values and policies
 # ---------------------------------------------------------------------------
-
-
-def centipawns_to_value(cp: float) -> float:
-    """Expected score in [-1, 1] of a centipawn score: ``atan(cp / 111.71) / 1.5621``, clipped.
-
-    The inverse of ``pipeline.uci.analysis.value_to_centipawns``.
-    """
-    return max(-1.0, min(1.0, math.atan(cp / CP_SCALE) / CP_ANGLE))
 
 
 def score_to_value(score: chess.engine.Score) -> float:

@@ -63,6 +63,8 @@ from typing import Any, BinaryIO, Final
 import chess
 import chess.pgn
 
+from pipeline.supervised.evals import comment_value
+
 __all__ = [
     "DROP_KINDS",
     "FILTER_KINDS",
@@ -406,6 +408,9 @@ class ParsedGame:
         null_move_ply: ply of the first null move, if any.
         rejection: set when a header filter rejected the game (its moves are
             then not parsed).
+        evals: per move, White's expected score from the move's
+            ``[%eval ...]`` comment (:func:`pipeline.supervised.evals.comment_value`;
+            None without one).
     """
 
     number: int
@@ -419,6 +424,7 @@ class ParsedGame:
     movetext_result: str | None = None
     null_move_ply: int | None = None
     rejection: Rejection | None = None
+    evals: list[float | None] = field(default_factory=list)
 
 
 class _MainLineVisitor(chess.pgn.BaseVisitor[ParsedGame]):
@@ -452,6 +458,11 @@ class _MainLineVisitor(chess.pgn.BaseVisitor[ParsedGame]):
         if not move and self.game.null_move_ply is None:
             self.game.null_move_ply = len(self.game.moves)
         self.game.moves.append(move)
+        self.game.evals.append(None)
+
+    def visit_comment(self, comment: str) -> None:
+        if self.game.evals and self.game.evals[-1] is None:  # a move's comment, not the game's
+            self.game.evals[-1] = comment_value(comment)
 
     def visit_result(self, result: str) -> None:
         self.game.movetext_result = result

@@ -36,7 +36,8 @@ class GameRows:
         meta: (n, 7) uint8.
         policy_index / policy_prob: n sparse policies.
         z: (n,) int8 result from the side to move.
-        root_q: (n,) float32 value target (0 for PGN games: no search).
+        root_q: (n,) float32 value target: a move's ``[%eval ...]`` comment
+            from the side to move (0 for PGN games without one).
         result: n results (White's view, as in PGN).
         termination: n terminations.
         root_d: (n,) float32 draw probabilities, or None (0 for every row).
@@ -125,6 +126,8 @@ def game_rows(game: ParsedGame, game_id: str, policy_map: PolicyMap,
     metas = np.empty((plies, 7), dtype=np.uint8)
     fens, indices, probs = [], [], []
     z = np.empty(plies, dtype=np.int8)
+    root_q = np.zeros(plies, dtype=np.float32)
+    evals = game.evals if len(game.evals) == plies else [None] * plies
     for ply, move in enumerate(game.moves):
         snapshots[ply] = history.snapshot()
         metas[ply] = board_meta(board)
@@ -133,12 +136,14 @@ def game_rows(game: ParsedGame, game_id: str, policy_map: PolicyMap,
         indices.append(index)
         probs.append(prob)
         z[ply] = white_score if board.turn == chess.WHITE else -white_score
+        if evals[ply] is not None:  # the mover's search score, from White's side
+            root_q[ply] = evals[ply] if board.turn == chess.WHITE else -evals[ply]
         board.push(move)
         history.push(board)
     termination = game.headers.get("Termination", "").strip() or "pgn"
     return GameRows(game_id=[game_id] * plies, ply=np.arange(plies, dtype=np.int64), fen=fens,
                     history=snapshots, meta=metas, policy_index=indices, policy_prob=probs, z=z,
-                    root_q=np.zeros(plies, dtype=np.float32), result=[result] * plies,
+                    root_q=root_q, result=[result] * plies,
                     termination=[termination] * plies)
 
 

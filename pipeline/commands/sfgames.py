@@ -1,0 +1,85 @@
+"""``zerochess sfgames``: Stockfish self-play games as PGN, for the supervised phase.
+
+Stockfish plays itself at a node limit from seeded random starts; every move
+carries its evaluation (``[%eval ...]``).  ``zerochess pgn2shards`` turns the
+file into shards whose policy target is the move played, ``z`` the outcome
+and ``root_q`` the evaluation (``train.value_target: q`` or ``mix`` trains on
+it), and ``zerochess pretrain`` trains on them: the project's stand-in for a
+human game database (:mod:`pipeline.supervised.stockfish_games`).  The file
+is written to a temporary name beside ``--out`` and renamed when complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from pipeline.commands.checks import UsageError, check_output_folder, require_at_least
+from pipeline.commands.common import add_params_arguments, config_from_args
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_params_arguments(parser)
+    parser.add_argument("--games", type=int, required=True, help="games to play")
+    parser.add_argument("--nodes", type=int, default=1000, help="Stockfish nodes a move")
+    parser.add_argument("--random-plies", type=int, default=8,
+                        help="random legal moves before each recorded game starts (its FEN header)")  # fmt: skip
+    parser.add_argument("--max-plies", type=int, default=300, help="a longer game is a draw")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random starts")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="Stockfish processes at once")
+    parser.add_argument("--stockfish", metavar="PATH",
+                        help="Stockfish binary (default supervised.stockfish_path, else stockfish on PATH "
+                             "or /usr/games/stockfish)")  # fmt: skip
+    parser.add_argument("--out", default="runs/sfgames/games.pgn", help="the PGN file to write")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from pipeline.players.stockfish import find_stockfish
+    from pipeline.supervised.stockfish_games import GamePlan, plies_of, stockfish_games
+
+    config = config_from_args(args)
+    for option, value, minimum in (("--games", args.games, 1), ("--nodes", args.nodes, 1),
+                                   ("--random-plies", args.random_plies, 0), ("--max-plies", args.max_plies, 1),
+                                   ("--workers", args.workers, 1)):  # fmt: skip
+        require_at_least(option, value, minimum)
+    out = Path(args.out)
+    if out.is_dir():
+        raise UsageError(f"--out {out}: is a folder; name the PGN file to write")
+    check_output_folder("--out", out.parent)
+    path = find_stockfish(args.stockfish or config.supervised.stockfish_path)
+    plan = GamePlan(nodes=args.nodes, random_plies=args.random_plies, max_plies=args.max_plies, seed=args.seed)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    totals = {"games": 0, "positions": 0}
+    results: dict[str, int] = {}
+    started = time.perf_counter()
+    handle = tempfile.NamedTemporaryFile("w", dir=out.parent, prefix=f".{out.name}.", suffix=".tmp", delete=False)
+    try:
+        with handle, Progress(TextColumn("sfgames"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"),
+                              TimeElapsedColumn(), console=Console(stderr=True)) as progress:  # fmt: skip
+            bar = progress.add_task("games", total=args.games, status="")
+            for text in stockfish_games(args.games, plan, path, args.workers):
+                handle.write(text + "\n\n")
+                totals["games"] += 1
+                totals["positions"] += plies_of(text)
+                result = text.split('[Result "', 1)[1].split('"', 1)[0]
+                results[result] = results.get(result, 0) + 1
+                rate = totals["positions"] / max(time.perf_counter() - started, 1e-9)
+                progress.update(bar, completed=totals["games"], status=f"{rate:.0f} positions/s")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(handle.name, out)
+    except BaseException:
+        os.unlink(handle.name)
+        raise
+    seconds = time.perf_counter() - started
+    print(json.dumps({"out": str(out), **totals, "results": results, "seconds": round(seconds, 1),
+                      "positions_per_s": round(totals["positions"] / max(seconds, 1e-9), 1),
+                      "nodes": args.nodes, "workers": args.workers, "seed": args.seed}, indent=2))  # fmt: skip
+    return 0

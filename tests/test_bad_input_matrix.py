@@ -91,6 +91,9 @@ def _cases() -> list[Case]:
         Case("unwritable --out", ("run", "--preset", "tiny", "--params", "none", "--out", "{file}/out"), "--out"),
         Case("unreachable Ray", ("run", *run, "--ray-address", "127.0.0.1:1"), "127.0.0.1:1"),
         Case("unknown preset", ("run", "--params", "none", "--preset", "tinny", "--out", "{out}"), "tinny"),
+        Case("zero budget", ("run", *run, "--hours", "0"), "--hours must be a number of hours > 0, got '0'"),
+        Case("negative budget", ("run", *run, "--hours", "-1"), "--hours must be a number of hours > 0"),
+        Case("budget not a number", ("run", *run, "--hours", "four"), "got 'four'"),
     ]  # fmt: skip
     # evaluate: players on Ray
     ev = (*none, "--out", "{out}")
@@ -135,6 +138,8 @@ def _cases() -> list[Case]:
         Case("missing Stockfish", ("rate", *rt, "{good}", "--stockfish", "{missing}"), "--stockfish"),
         Case("missing book", ("rate", *rt, "{good}", "--openings", "{missing}"), "--openings"),
         Case("unwritable --out", ("rate", *none, "{good}", "--out", "{file}/out"), "--out"),
+        Case("compare one net", ("rate", *rt, "--compare", "{good}"), "--compare takes two nets A B, got 1"),
+        Case("compare a corrupt net", ("rate", *rt, "--compare", "{good}", "{corrupt}"), "corrupt.pt"),
     ]  # fmt: skip
     # selfplay: games on Ray into shards
     sp = (*none, "--out", "{out}", "--games", "2")
@@ -197,6 +202,15 @@ def _cases() -> list[Case]:
         Case("--set wrong type", ("label", *lb, "--random", "3", "--set", "supervised.label_depth=deep"),
              "--set: supervised.label_depth must be an integer"),
         Case("unwritable --out", ("label", *none, "--random", "3", "--out", "{file}/out"), "--out"),
+    ]  # fmt: skip
+    # sfgames: Stockfish self-play games as PGN
+    sf = (*none, "--out", "{out}/games.pgn")
+    cases += [
+        Case("zero count", ("sfgames", *sf, "--games", "0"), "--games must be >= 1, got 0"),
+        Case("negative count", ("sfgames", *sf, "--games", "2", "--nodes", "-5"), "--nodes must be >= 1, got -5"),
+        Case("missing Stockfish", ("sfgames", *sf, "--games", "2", "--stockfish", "{missing}"), "missing"),
+        Case("--out a folder", ("sfgames", *none, "--games", "2", "--out", "{folder}"), "is a folder"),
+        Case("unwritable --out", ("sfgames", *none, "--games", "2", "--out", "{file}/out/games.pgn"), "--out"),
     ]  # fmt: skip
     # analyse, uci, play, demo: one network in this process
     cases += _checkpoint_cases("analyse", "--checkpoint", *none, "--simulations", "2")

@@ -74,6 +74,9 @@ def run(args: argparse.Namespace) -> int:
                 progress.update(bar, completed=totals["games"], status=f"{rate:.0f} positions/s")
             handle.flush()
             os.fsync(handle.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(handle.name, 0o666 & ~umask)  # a temporary file is 0600; the PGN is an ordinary file
         os.replace(handle.name, out)
     except BaseException:
         os.unlink(handle.name)

@@ -180,6 +180,8 @@ class AsyncLoop(PoolRole, TrainerRole, GateRole, RetentionRole):
         self.say(f"async loop: pool of {config.selfplay.workers} self-play actors, trainer, gatekeeper; "
                  f"{len(self._gated())} / {config.run.generations or 'no limit'} candidates gated so far")  # fmt: skip
         self.stopping = self._ended()  # a rerun of a finished run
+        if self.stopping and self.clock.spent():
+            self._say_budget()
         self.board.update(stage="running")
         while True:
             if self.stop is not None and self.stop.is_set():
@@ -217,8 +219,7 @@ class AsyncLoop(PoolRole, TrainerRole, GateRole, RetentionRole):
         if not self.stopping:
             self.stopping = True
             if self.clock.spent():
-                self.say(f"time budget of {self.config.run.hours:g} h spent ({self.clock.elapsed_s() / 60:.1f} min): "
-                         f"no new task, gate or training step; the pool finishes its tasks")  # fmt: skip
+                self._say_budget()
             else:
                 self.say("every candidate is gated: the pool finishes its tasks")
         if any(kind in ("task", "gate", "train") for kind, _ in self.in_flight.values()):
@@ -228,6 +229,10 @@ class AsyncLoop(PoolRole, TrainerRole, GateRole, RetentionRole):
         self._sweep(resume=False)
         self.games.flush()
         return not self.queue
+
+    def _say_budget(self) -> None:
+        self.say(f"time budget of {self.config.run.hours:g} h spent ({self.clock.elapsed_s() / 60:.1f} min): "
+                 f"no new task, gate or training step; the pool finishes its tasks")  # fmt: skip
 
     def _handle(self, ref: Any, kind: str, info: Any) -> None:
         if kind == "ready":

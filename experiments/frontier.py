@@ -85,7 +85,8 @@ def rate_net(net: str, simulations: int, out: Path, args: argparse.Namespace) ->
     """``zerochess rate NET`` at ``simulations``: its rating.json's figures."""
     command = [sys.executable, "-m", "pipeline", "rate", net, "--preset", "cpu", "--simulations", str(simulations),
                "--set", f"gating.max_plies={RATE_MAX_PLIES}", "--games", str(args.games),
-               "--width", str(args.width), "--max-games", str(args.max_games), "--out", str(out), "--no-mlflow"]  # fmt: skip
+               "--width", str(args.width), "--max-games", str(args.max_games), "--max-levels", str(args.max_levels),
+               "--out", str(out), "--no-mlflow"]  # fmt: skip
     print("$ " + " ".join(command[2:]), flush=True)
     subprocess.run(command, cwd=ROOT, check=True)
     report = json.loads((out / "rating.json").read_text())
@@ -95,26 +96,39 @@ def rate_net(net: str, simulations: int, out: Path, args: argparse.Namespace) ->
 
 def command_rate(args: argparse.Namespace) -> None:
     data_path = Path(args.data)
-    data = json.loads(data_path.read_text()) if data_path.exists() else {}
     curve = ledger_curve(Path(args.run))
-    data.update({"run": str(args.run), "command": args.command or data.get("command", ""), "cpu": data.get("cpu") or cpu_text(),
-                 "curve": [{k: v for k, v in row.items() if k != "net"} for row in curve]})  # fmt: skip
-    held = {point["budget_min"]: point for point in data.get("points", [])}
-    chosen = points(curve, args.minutes)
-    for point in chosen:
-        ratings = held.get(point["budget_min"], {}).get("ratings", {})
-        point["ratings"] = ratings
-        point.pop("net")
-    data["points"] = chosen
-    for point, row in zip(chosen, points(curve, args.minutes)):
+    for row in points(curve, args.minutes):
         for simulations in args.simulations:
-            if str(simulations) in point["ratings"]:
+            if str(simulations) in held_ratings(data_path).get(row["budget_min"], {}):
                 continue
-            out = Path(args.rate_out) / f"min{point['budget_min']:g}-sims{simulations}"
-            point["ratings"][str(simulations)] = rate_net(row["net"], simulations, out, args)
-            data_path.parent.mkdir(parents=True, exist_ok=True)
-            data_path.write_text(json.dumps(data, indent=1) + "\n")
-    data_path.write_text(json.dumps(data, indent=1) + "\n")
+            out = Path(args.rate_out) / f"min{row['budget_min']:g}-sims{simulations}"
+            rating = rate_net(row["net"], simulations, out, args)
+            save(data_path, args, curve, row, str(simulations), rating)
+
+
+def held_ratings(path: Path) -> dict[float, dict[str, Any]]:
+    """The ratings a data file holds, by budget."""
+    if not path.exists():
+        return {}
+    return {point["budget_min"]: point["ratings"] for point in json.loads(path.read_text()).get("points", [])}
+
+
+def save(path: Path, args: argparse.Namespace, curve: list[dict[str, Any]], row: dict[str, Any], size: str,
+         rating: dict[str, Any]) -> None:  # fmt: skip
+    """Add one rating to the data file, read again first (several ``rate``
+    processes may share one file: each adds its own ratings)."""
+    data = json.loads(path.read_text()) if path.exists() else {}
+    data.update({"run": str(args.run), "command": args.command or data.get("command", ""),
+                 "cpu": data.get("cpu") or cpu_text(),
+                 "curve": [{k: v for k, v in r.items() if k != "net"} for r in curve]})  # fmt: skip
+    by_budget = {point["budget_min"]: point for point in data.get("points", [])}
+    point = by_budget.setdefault(row["budget_min"], {**{k: v for k, v in row.items() if k != "net"}, "ratings": {}})
+    point["ratings"][size] = rating
+    data["points"] = sorted(by_budget.values(), key=lambda p: p["budget_min"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(data, indent=1) + "\n")
+    os.replace(temporary, path)
 
 
 def fit_lines(rows: list[tuple[float, float, float, float]]) -> dict[str, float] | None:
@@ -198,12 +212,14 @@ def page_section(path: Path, data: dict[str, Any], folder: Path) -> list[str]:
     if fit is None:
         lines.append("Too few ratings for a fit yet.")
     else:
-        lines.append(f"Weighted least-squares fit of rating on log2(minutes) (± one standard error): **{fit['per_doubling_time']:+.0f} ± "
-                     f"{fit['per_doubling_time_se']:.0f} Elo per doubling of training time**.")  # fmt: skip
+        text = (f"Weighted least-squares fit of rating on log2(minutes) (± one standard error): "
+                f"**{fit['per_doubling_time']:+.0f} ± {fit['per_doubling_time_se']:.0f} Elo per doubling of training "
+                f"time**.")  # fmt: skip
         if "exchange_rate" in fit:
-            lines.append(f" {fit['per_doubling_sims']:+.0f} ± {fit['per_doubling_sims_se']:.0f} Elo per doubling of "
-                         f"play-time simulations: one doubling of simulations is worth "
-                         f"{fit['exchange_rate']:.2f} doublings of training time.")  # fmt: skip
+            text += (f" {fit['per_doubling_sims']:+.0f} ± {fit['per_doubling_sims_se']:.0f} Elo per doubling of "
+                     f"play-time simulations: one doubling of simulations is worth {fit['exchange_rate']:.2f} "
+                     f"doublings of training time.")  # fmt: skip
+        lines.append(text)
     return [*lines, ""]
 
 
@@ -259,6 +275,7 @@ def main(argv: list[str] | None = None) -> None:
     rate.add_argument("--games", type=int, default=10, help="games of each match (zerochess rate --games)")
     rate.add_argument("--width", type=float, default=75.0, help="zerochess rate --width")
     rate.add_argument("--max-games", type=int, default=200, help="zerochess rate --max-games")
+    rate.add_argument("--max-levels", type=int, default=6, help="zerochess rate --max-levels")
     rate.add_argument("--rate-out", default="runs/frontier-rate", help="folder for the ratings' own outputs")
     rate.add_argument("--command", help="the command that made the run (for the record)")
     page = sub.add_parser("page", help="the results page (Markdown and PNG) from data files")

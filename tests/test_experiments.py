@@ -119,3 +119,21 @@ def tactics_args(path: Path, data: Path, *overrides: str):  # noqa: ANN201 - the
 
     return argparse.Namespace(set_file=str(path), uniform=True, checkpoint=None, simulations=800, data=str(data),
                               label=None, set=["search.backend=native", *overrides])  # fmt: skip
+
+
+def test_ratings_of_several_rate_processes_meet_in_one_data_file(tmp_path: Path) -> None:
+    import argparse
+
+    write_ledger(tmp_path / "run", [14.0, 29.0])
+    curve = frontier.ledger_curve(tmp_path / "run")
+    fifteen, thirty = frontier.points(curve, [15.0, 30.0])
+    args = argparse.Namespace(run=tmp_path / "run", command="zerochess run --preset cpu --hours 0.5")
+    data = tmp_path / "frontier.json"
+    frontier.save(data, args, curve, thirty, "800", {"rating": 900.0, "low": 800.0, "high": 1000.0, "games": 20})
+    frontier.save(data, args, curve, fifteen, "32", {"rating": 500.0, "low": 400.0, "high": 600.0, "games": 40})
+    frontier.save(data, args, curve, thirty, "32", {"rating": 700.0, "low": 600.0, "high": 800.0, "games": 40})
+    held = frontier.held_ratings(data)
+    assert sorted(held) == [15.0, 30.0] and sorted(held[30.0]) == ["32", "800"] and list(held[15.0]) == ["32"]
+    document = json.loads(data.read_text())
+    assert [p["generation"] for p in document["points"]] == [1, 2] and len(document["curve"]) == 2
+    assert "net" not in document["points"][0] and not list(tmp_path.glob("*.tmp"))

@@ -112,8 +112,10 @@ class RunConfig:
 
     @property
     def generation_limit(self) -> int:
-        """``generations``, or no limit (a count no run reaches) when it is 0."""
-        return self.generations or sys.maxsize
+        """``generations``, or no limit (a count no run reaches) when it is 0
+        and ``hours`` bounds the run (a copy that bypassed validation with
+        both 0, as ``bench/soak.py``'s stop does, ends at once, as before)."""
+        return self.generations or (sys.maxsize if self.hours > 0 else 0)
 
 
 def check_training_devices(run: RunConfig, devices: int) -> None:

@@ -36,6 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 from common import number_list  # noqa: E402 - bench/common.py, beside this folder
 
+from pipeline.atomic import atomic_write  # noqa: E402
+
 RATE_MAX_PLIES = 400  # the levels cache is keyed by the games' length: the one earlier ratings used
 
 
@@ -125,10 +127,8 @@ def save(path: Path, args: argparse.Namespace, curve: list[dict[str, Any]], row:
     point = by_budget.setdefault(row["budget_min"], {**{k: v for k, v in row.items() if k != "net"}, "ratings": {}})
     point["ratings"][size] = rating
     data["points"] = sorted(by_budget.values(), key=lambda p: p["budget_min"])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_suffix(".tmp")
-    temporary.write_text(json.dumps(data, indent=1) + "\n")
-    os.replace(temporary, path)
+    with atomic_write(path) as handle:
+        handle.write((json.dumps(data, indent=1) + "\n").encode("utf-8"))
 
 
 def fit_lines(rows: list[tuple[float, float, float, float]]) -> dict[str, float] | None:

@@ -6,7 +6,7 @@ file into shards whose policy target is the move played, ``z`` the outcome
 and ``root_q`` the evaluation (``train.value_target: q`` or ``mix`` trains on
 it), and ``zerochess pretrain`` trains on them: the project's stand-in for a
 human game database (:mod:`pipeline.supervised.stockfish_games`).  The file
-is written to a temporary name beside ``--out`` and renamed when complete.
+is written atomically (:func:`pipeline.atomic.atomic_write`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -41,8 +40,9 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from pipeline.atomic import atomic_write
     from pipeline.players.stockfish import find_stockfish
-    from pipeline.supervised.stockfish_games import GamePlan, plies_of, stockfish_games
+    from pipeline.supervised.stockfish_games import GamePlan, stockfish_games
 
     config = config_from_args(args)
     for option, value, minimum in (("--games", args.games, 1), ("--nodes", args.nodes, 1),
@@ -55,32 +55,21 @@ def run(args: argparse.Namespace) -> int:
     check_output_folder("--out", out.parent)
     path = find_stockfish(args.stockfish or config.supervised.stockfish_path)
     plan = GamePlan(nodes=args.nodes, random_plies=args.random_plies, max_plies=args.max_plies, seed=args.seed)
-    out.parent.mkdir(parents=True, exist_ok=True)
     totals = {"games": 0, "positions": 0}
     results: dict[str, int] = {}
     started = time.perf_counter()
-    handle = tempfile.NamedTemporaryFile("w", dir=out.parent, prefix=f".{out.name}.", suffix=".tmp", delete=False)
-    try:
-        with handle, Progress(TextColumn("sfgames"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"),
-                              TimeElapsedColumn(), console=Console(stderr=True)) as progress:  # fmt: skip
-            bar = progress.add_task("games", total=args.games, status="")
-            for text in stockfish_games(args.games, plan, path, args.workers):
-                handle.write(text + "\n\n")
-                totals["games"] += 1
-                totals["positions"] += plies_of(text)
-                result = text.split('[Result "', 1)[1].split('"', 1)[0]
-                results[result] = results.get(result, 0) + 1
-                rate = totals["positions"] / max(time.perf_counter() - started, 1e-9)
-                progress.update(bar, completed=totals["games"], status=f"{rate:.0f} positions/s")
-            handle.flush()
-            os.fsync(handle.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(handle.name, 0o666 & ~umask)  # a temporary file is 0600; the PGN is an ordinary file
-        os.replace(handle.name, out)
-    except BaseException:
-        os.unlink(handle.name)
-        raise
+    with atomic_write(out) as handle, Progress(
+        TextColumn("sfgames"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"),
+        TimeElapsedColumn(), console=Console(stderr=True),
+    ) as progress:  # fmt: skip
+        bar = progress.add_task("games", total=args.games, status="")
+        for played in stockfish_games(args.games, plan, path, args.workers):
+            handle.write((played.text + "\n\n").encode("utf-8"))
+            totals["games"] += 1
+            totals["positions"] += played.plies
+            results[played.result] = results.get(played.result, 0) + 1
+            rate = totals["positions"] / max(time.perf_counter() - started, 1e-9)
+            progress.update(bar, completed=totals["games"], status=f"{rate:.0f} positions/s")
     seconds = time.perf_counter() - started
     print(json.dumps({"out": str(out), **totals, "results": results, "seconds": round(seconds, 1),
                       "positions_per_s": round(totals["positions"] / max(seconds, 1e-9), 1),

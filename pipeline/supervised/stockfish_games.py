@@ -21,7 +21,6 @@ engine, the same seed and node limit give the same games.
 
 from __future__ import annotations
 
-import io
 import logging
 import random
 from collections.abc import Callable, Iterator
@@ -42,6 +41,15 @@ MATE_EVAL = "#"
 
 class StockfishGamesError(ValueError):
     """The games cannot be played; the message names the value or the engine."""
+
+
+@dataclass(frozen=True)
+class PlayedGame:
+    """One finished game: its PGN text, its moves and its result."""
+
+    text: str
+    plies: int
+    result: str
 
 
 @dataclass(frozen=True)
@@ -131,8 +139,8 @@ class GameWorker:
                 raise StockfishGamesError(f"cannot start Stockfish at {self.path!r}: {error}") from error
         return self.engine
 
-    def game(self, number: int) -> str:
-        """Game ``number`` as PGN text (retried from new starts on a failure)."""
+    def game(self, number: int) -> PlayedGame:
+        """Game ``number`` (retried from new starts on a failure)."""
         rng = random.Random(f"{self.plan.seed}:{number}")
         failures: list[str] = []
         for _ in range(self.plan.attempts):
@@ -145,7 +153,8 @@ class GameWorker:
                 failures.append(str(error))
                 self.close()
                 continue
-            return str(game.accept(chess.pgn.StringExporter(headers=True, variations=False, comments=True)))
+            text = str(game.accept(chess.pgn.StringExporter(headers=True, variations=False, comments=True)))
+            return PlayedGame(text, sum(1 for _ in game.mainline_moves()), game.headers["Result"])
         raise StockfishGamesError(f"game {number}: no game after {self.plan.attempts} starts"
                                   + (f" ({'; '.join(failures)[:500]})" if failures else ""))  # fmt: skip
 
@@ -159,8 +168,8 @@ class GameWorker:
 
 
 def stockfish_games(games: int, plan: GamePlan, stockfish_path: str = "", workers: int = 2,
-                    on_game: Callable[[int, str], None] | None = None) -> Iterator[str]:  # fmt: skip
-    """The PGN texts of games ``0 .. games - 1``, in order, played by
+                    on_game: Callable[[int, PlayedGame], None] | None = None) -> Iterator[PlayedGame]:  # fmt: skip
+    """Games ``0 .. games - 1``, in order, played by
     ``workers`` Stockfish processes at once (each a thread here driving its
     own engine process)."""
     if games < 1 or workers < 1:
@@ -169,7 +178,7 @@ def stockfish_games(games: int, plan: GamePlan, stockfish_path: str = "", worker
     pool = [GameWorker(path, plan) for _ in range(workers)]
     free = list(pool)
 
-    def one(number: int) -> str:
+    def one(number: int) -> PlayedGame:
         worker = free.pop()
         try:
             return worker.game(number)
@@ -178,16 +187,11 @@ def stockfish_games(games: int, plan: GamePlan, stockfish_path: str = "", worker
 
     try:
         with ThreadPoolExecutor(max_workers=workers) as executor:
-            for number, text in enumerate(executor.map(one, range(games))):
+            for number, played in enumerate(executor.map(one, range(games))):
                 if on_game is not None:
-                    on_game(number, text)
-                yield text
+                    on_game(number, played)
+                yield played
     finally:
         for worker in pool:
             worker.close()
 
-
-def plies_of(text: str) -> int:
-    """The number of moves of a PGN game text (for the progress line)."""
-    game = chess.pgn.read_game(io.StringIO(text))
-    return 0 if game is None else sum(1 for _ in game.mainline_moves())

@@ -1,4 +1,4 @@
-"""Builds the native core (models._native) with pybind11; everything else is in pyproject.toml.
+"""Builds the native core (models._native) with pybind11 and ships presets/ and data/ in the wheel.
 
 Release flags and no -march=native: the same wheel must run on every node of a
 cluster whatever its CPU generation (x86-64 baseline, SSE2).  Set
@@ -11,10 +11,26 @@ warnings into errors (`make test` does: the core compiles clean under -Wall
 from __future__ import annotations
 
 import os
+import shutil
 from glob import glob
+from pathlib import Path
 
 from pybind11.setup_helpers import ParallelCompile, Pybind11Extension, build_ext
 from setuptools import setup
+from setuptools.command.build_py import build_py
+
+SHIPPED = ("presets", "data")  # pipeline/resources.py's SHIPPED_FOLDERS
+
+
+class build_py_with_shipped(build_py):
+    """Copies presets/ and data/ into the built package as pipeline/_shipped/ (a wheel's copy of them)."""
+
+    def run(self) -> None:
+        super().run()
+        for name in SHIPPED:
+            target = Path(self.build_lib) / "pipeline" / "_shipped" / name
+            shutil.rmtree(target, ignore_errors=True)
+            shutil.copytree(name, target, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
 
 ParallelCompile("ZEROCHESS_BUILD_JOBS", default=2).install()
 
@@ -38,5 +54,5 @@ setup(
             extra_link_args=link_args,
         )
     ],
-    cmdclass={"build_ext": build_ext},
+    cmdclass={"build_ext": build_ext, "build_py": build_py_with_shipped},
 )

@@ -1,6 +1,6 @@
 """The loop as one Ray task on the cluster's training node (``ray submit``'s
 entry, ``infra/submit_run.py``, calls it through
-:mod:`pipeline.commands.submit`, which passes the CLI in).
+:mod:`zerochess.commands.submit`, which passes the CLI in).
 
 The loop trains inside the process that runs it, so it must not run on the
 head (a CPU node with ``CPU: 0``): it runs as a task that needs the custom

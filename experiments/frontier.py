@@ -85,7 +85,7 @@ def cpu_text() -> str:
 
 def rate_net(net: str, simulations: int, out: Path, args: argparse.Namespace) -> dict[str, Any]:
     """``zerochess rate NET`` at ``simulations``: its rating.json's figures."""
-    command = [sys.executable, "-m", "pipeline", "rate", net, "--preset", "cpu", "--simulations", str(simulations),
+    command = [sys.executable, "-m", "zerochess", "rate", net, "--preset", "cpu", "--simulations", str(simulations),
                "--set", f"gating.max_plies={RATE_MAX_PLIES}", "--games", str(args.games),
                "--width", str(args.width), "--max-games", str(args.max_games), "--max-levels", str(args.max_levels),
                "--out", str(out), "--no-mlflow"]  # fmt: skip

@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     run_args = [*run_args, "--ray-address", own.ray_address]
     out = _option(run_args, "--out", "runs/pipeline")
     started = time.time()
-    from pipeline.commands.submit import loop_mode, repo_root, run_on_trainer
+    from zerochess.commands.submit import loop_mode, repo_root, run_on_trainer
 
     mode = loop_mode(run_args)
     if mode == "async":

@@ -13,6 +13,7 @@ C++ twin: ``GamesConfig`` and ``DriverConfig`` in models/native/driver.h
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import ClassVar
 
 import chess
 import numpy as np
@@ -134,14 +135,19 @@ class SelfPlayRules:
     draw_adjudication_q: float = 0.05
     draw_adjudication_playthrough: float = 0.1
 
+    key_prefix: ClassVar[str] = ""
+    """Put before a field's name in error messages (``selfplay.`` for the config section)."""
+
     def __post_init__(self) -> None:
+        """The one check of these fields (the ``selfplay`` section's included)."""
+        key = self.key_prefix
         for name, low in (("fast_simulations", 1), ("resign_plies", 1), ("draw_adjudication_plies", 0),
                           ("draw_adjudication_window", 1)):  # fmt: skip
-            _check_count(name, getattr(self, name), low)
+            _check_count(key + name, getattr(self, name), low)
         for name in ("full_search_prob", "resign_playthrough", "draw_adjudication_playthrough"):
-            _check_share(name, getattr(self, name))
-        _check_share("resign_threshold", self.resign_threshold, low=-1.0)
-        _check_share("draw_adjudication_q", self.draw_adjudication_q, open_low=True)
+            _check_share(key + name, getattr(self, name))
+        _check_share(key + "resign_threshold", self.resign_threshold, low=-1.0)
+        _check_share(key + "draw_adjudication_q", self.draw_adjudication_q, open_low=True)
 
 
 NO_ADJUDICATION = SelfPlayRules(full_search_prob=1.0, resign_threshold=-1.0)

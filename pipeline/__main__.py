@@ -1,7 +1,7 @@
-"""``python -m pipeline`` is the ``zerochess`` command."""
+"""``python -m pipeline``: the ``zerochess`` command under its older name (dvc.yaml's stages use it)."""
 
 import sys
 
-from pipeline.cli import main
+from zerochess.cli import main
 
 sys.exit(main())

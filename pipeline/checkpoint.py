@@ -171,3 +171,14 @@ def load_weights(net: nn.Module, path: PathLike) -> NetConfig:
     except NetStateError as exc:
         raise CheckpointError(f"{os.fspath(path)}: not a zerochess checkpoint ({exc})") from exc
     return config
+
+
+def check_init_net(net_config: NetConfig, path: PathLike) -> None:
+    """``path`` (an ``--init-checkpoint``) must load into ``net_config``'s architecture.
+
+    The commands call it before Ray starts and before MLflow records a run, so a
+    checkpoint of another architecture fails at once, naming the file.
+    """
+    load_net(path, device="cpu")  # the file itself: readable, its weights fit its own config
+    torch.manual_seed(0)
+    load_weights(AlphaZeroNet(net_config), path)

@@ -31,6 +31,7 @@ from pipeline.loop_config import (
     check_retention,
     check_training_devices,
 )
+from pipeline.resources import PRESETS_DIR
 from pipeline.selfplay.config import SelfPlayConfig, check_curriculum_measure
 from pipeline.supervised.config import SupervisedConfig
 from pipeline.training.config import TrainConfig
@@ -182,9 +183,6 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], source: str = "-
 
 def _deep_copy(data: dict[str, Any]) -> dict[str, Any]:
     return {k: _deep_copy(v) if isinstance(v, dict) else v for k, v in data.items()}
-
-
-PRESETS_DIR = Path(__file__).resolve().parents[1] / "presets"
 
 
 def preset_names() -> list[str]:

@@ -114,7 +114,7 @@ class RunConfig:
     def generation_limit(self) -> int:
         """``generations``, or no limit (a count no run reaches) when it is 0
         and ``hours`` bounds the run (a copy that bypassed validation with
-        both 0, as ``bench/soak.py``'s stop does, ends at once, as before)."""
+        both 0, as ``experiments/soak.py``'s stop does, ends at once, as before)."""
         return self.generations or (sys.maxsize if self.hours > 0 else 0)
 
 
@@ -137,7 +137,7 @@ def check_async_measure(run: RunConfig, measure: str) -> None:
     if run.mode == "async" and measure != "none":
         raise ConfigError(
             f"gating.measure must be none with run.mode async (the measure runs after each generation "
-            f"of the sync loop), got {measure!r}; use run.mode sync, or bench/learning.py on the run's nets"
+            f"of the sync loop), got {measure!r}; use run.mode sync, or experiments/learning.py on the run's nets"
         )
 
 

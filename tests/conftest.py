@@ -12,6 +12,7 @@ from types import ModuleType
 import pytest
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
+EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +45,7 @@ def torch_threads(request: pytest.FixtureRequest) -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def bench_script() -> Iterator[Callable[[str], ModuleType]]:
-    """Loads ``bench/NAME.py`` (a script, not a package) as the module
+    """Loads ``bench/NAME.py`` or ``experiments/NAME.py`` (a script, not a package) as the module
     ``bench_NAME``, executed anew at each call: registered in ``sys.modules``
     (dataclasses look their module up) and with ``bench/`` on ``sys.path`` (a
     bench may import its neighbours, e.g. ``common``); both are undone after
@@ -52,8 +53,10 @@ def bench_script() -> Iterator[Callable[[str], ModuleType]]:
     with pytest.MonkeyPatch.context() as patch:
 
         def load(name: str) -> ModuleType:
+            folder = BENCH if (BENCH / f"{name}.py").exists() else EXPERIMENTS
             patch.syspath_prepend(str(BENCH))
-            spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+            patch.syspath_prepend(str(folder))
+            spec = importlib.util.spec_from_file_location(f"bench_{name}", folder / f"{name}.py")
             assert spec is not None and spec.loader is not None
             module = importlib.util.module_from_spec(spec)
             patch.setitem(sys.modules, spec.name, module)

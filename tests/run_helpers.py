@@ -141,7 +141,7 @@ def run_command(out: Path, overrides: dict[str, Any]) -> list[str]:
     for the stage lines and log records the tests read on stderr (a resumed
     training, Lightning's checkpoint restore)."""
     script = Path(sys.executable).with_name("zerochess")
-    head = [str(script)] if script.exists() else [sys.executable, "-m", "pipeline"]
+    head = [str(script)] if script.exists() else [sys.executable, "-m", "zerochess"]
     sets = [arg for key, value in overrides.items() for arg in ("--set", f"{key}={value}")]
     return [*head, "-v", "run", "--preset", "tiny", "--out", str(out), "--no-live", *sets]
 

@@ -4,7 +4,7 @@ Each case must exit 2 with one line ``zerochess CMD: error: ...`` that names
 the thing (the file, option, key, spec or address), no traceback and no
 colour codes on stderr, nothing on stdout, no output folder left behind and
 no MLflow run left RUNNING.  The cases run in-process through
-``pipeline.cli.main`` (an import of torch per case would cost ~2 s); a few run
+``zerochess.cli.main`` (an import of torch per case would cost ~2 s); a few run
 as real subprocesses, as a user types them.
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from bad_nets import write_nets
 
-from pipeline.cli import COMMANDS, main
+from zerochess.cli import COMMANDS, main
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY_NET = ["--set", "net.blocks=1", "--set", "net.filters=8", "--set", "net.value_channels=4",
@@ -382,6 +382,6 @@ def test_bad_input_is_one_line_exit_2(case: Case, bad: dict[str, str], tmp_path:
 def test_bad_input_in_a_real_process(case: Case, bad: dict[str, str], tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "MLFLOW_TRACKING_URI")}
     out = tmp_path / "out"
-    result = subprocess.run([sys.executable, "-m", "pipeline", *_argv(case, bad, out)], cwd=ROOT, env=env,
+    result = subprocess.run([sys.executable, "-m", "zerochess", *_argv(case, bad, out)], cwd=ROOT, env=env,
                             capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)  # fmt: skip
     check_answer(case, result.returncode, result.stdout, result.stderr, out)

@@ -1,4 +1,4 @@
-"""bench/mate_rate.py: a net's mates from ending starts under several search
+"""experiments/mate_rate.py: a net's mates from ending starts under several search
 settings, against the real Stockfish on a local Ray cluster."""
 
 from __future__ import annotations

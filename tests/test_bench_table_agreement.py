@@ -1,4 +1,4 @@
-"""bench/table_agreement.py: a net's first move and value against the tables' verdicts."""
+"""experiments/table_agreement.py: a net's first move and value against the tables' verdicts."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``bench/versus.py``: same-generation matches between two learning runs."""
+"""``experiments/versus.py``: same-generation matches between two learning runs."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def versus(bench_script: Callable[[str], ModuleType]) -> Any:
 
 
 def fake_run(folder: Path, generations: list[int], nets: dict[int, Path] | None = None) -> Path:
-    """A phase folder as ``bench/learning.py`` leaves it: a ledger (with a
+    """A phase folder as ``experiments/learning.py`` leaves it: a ledger (with a
     torn last line) and a curve with its preset and overrides."""
     run = folder / "run"
     run.mkdir(parents=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import main
+from zerochess.cli import main
 from pipeline.config import ConfigError, load_config
 from pipeline.loop.budget import RunClock, clock_text, parse_hours, spent_before, time_left_text
 from pipeline.loop_config import RunConfig
@@ -102,7 +102,7 @@ def test_a_bad_hours_option_is_one_line_exit_2_and_starts_nothing(value: str, tm
 def run_with_hours(out: Path, hours: str, *extra: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
     env.pop("MLFLOW_TRACKING_URI", None)
-    command = [sys.executable, "-m", "pipeline", "run", "--preset", "tiny", "--out", str(out), "--hours", hours,
+    command = [sys.executable, "-m", "zerochess", "run", "--preset", "tiny", "--out", str(out), "--hours", hours,
                "--set", "run.generations=0", "--set", "gating.ladder=[]", *extra]  # fmt: skip
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)
 

@@ -11,14 +11,14 @@ import chess.pgn
 import io
 import pytest
 
-from pipeline.cli import COMMANDS, FIRST_STEPS, build_parser, main
+from zerochess.cli import COMMANDS, FIRST_STEPS, build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "pipeline", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "zerochess", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
     )
 
 

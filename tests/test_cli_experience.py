@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import COMMANDS, main, one_line, user_error
+from zerochess.cli import COMMANDS, main, one_line, user_error
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,7 +32,7 @@ def _ray_task_error(cause: BaseException) -> BaseException:
 def test_a_ray_task_error_reaches_the_user_as_its_cause_in_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from pipeline.commands import params
+    from zerochess.commands import params
     from pipeline.players.base import PlayerError
 
     error = _ray_task_error(PlayerError("player spec 'rnadom': kind must be one of net, stockfish, uct, random"))
@@ -49,7 +49,7 @@ def test_a_ray_task_error_reaches_the_user_as_its_cause_in_one_line(
 
 
 def test_a_bug_inside_a_ray_task_keeps_its_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pipeline.commands import params
+    from zerochess.commands import params
 
     error = _ray_task_error(KeyError("oops"))
     assert not user_error(error)
@@ -83,7 +83,7 @@ def test_help_imports_no_heavy_library(command: str) -> None:
     """``--help`` answers without torch, Ray, MLflow or Lightning (each takes
     0.5-2 s to import)."""
     code = (
-        "import sys\nfrom pipeline.cli import main\n"
+        "import sys\nfrom zerochess.cli import main\n"
         f"try:\n    main({[command] if command else []!r} + ['--help'])\nexcept SystemExit:\n    pass\n"
         f"print('HEAVY', sorted(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr)"
     )
@@ -133,7 +133,7 @@ def test_native_stderr_is_muted_only_inside_the_block(capfd: pytest.CaptureFixtu
 def test_a_status_line_is_not_wrapped_off_a_terminal() -> None:
     from rich.console import Console
 
-    from pipeline.commands.common import print_event
+    from zerochess.commands.common import print_event
 
     buffer = io.StringIO()
     console = Console(file=buffer, width=80, force_terminal=False)
@@ -236,9 +236,10 @@ def test_the_training_bar_counts_steps_not_epochs() -> None:
     assert bar._get_train_description(0) == "training to step 20"  # noqa: SLF001 - not "Epoch 0/-2"
 
 
-def test_the_uci_commands_help_constants_match_the_loader() -> None:
-    """``pipeline.commands.uci`` repeats two constants so that ``--help`` imports no torch."""
-    from pipeline.commands import uci
-    from pipeline.uci import loading
-
-    assert (uci.CHAMPION, uci.DEFAULT_MODEL_NAME) == (loading.CHAMPION, loading.DEFAULT_MODEL_NAME)
+def test_the_uci_and_export_commands_name_the_champion_without_importing_torch() -> None:
+    """The champion's names live in ``pipeline.champion`` once; the commands' ``--help`` loads no torch."""
+    probe = ("import sys\nfrom zerochess.commands import export, uci\n"
+             "assert 'torch' not in sys.modules, 'torch imported'\n"
+             "from pipeline.champion import CHAMPION\nassert uci.CHAMPION is CHAMPION and export.CHAMPION is CHAMPION\n")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr

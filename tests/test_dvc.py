@@ -16,19 +16,17 @@ from typing import Any
 import pytest
 import yaml
 
-from pipeline.commands.stage import (
-    STAGE_READS,
+from pipeline.dvc_report import (
     WINDOW_INDEX,
     build_report,
-    declared_params,
-    ensure_native,
     link_window,
-    native_module_name,
     report_figures,
     train_facts,
     write_figures,
     write_report,
 )
+from pipeline.native_build import ensure_native, native_module_name
+from zerochess.commands.stage import STAGE_READS, declared_params
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINE_COMMAND = "python -m pipeline"

@@ -17,7 +17,7 @@ import pytest
 
 from models.evaluation import UniformEvaluator
 from models.search_config import SearchConfig
-from pipeline.cli import main
+from zerochess.cli import main
 from pipeline.config import ConfigError, SelfPlayConfig, load_config
 from pipeline.players.stockfish import DEBIAN_PATH
 from pipeline.selfplay import (
@@ -126,7 +126,7 @@ def test_endgames_command_draws_the_bench_held_out_starts_of_one_kind(
     tmp_path: Path, bench_script: Callable[[str], ModuleType]
 ) -> None:
     """The README draws more held-out KQKR starts with ``zerochess endgames``
-    in place of ``bench/endgame_data.py``'s ``held_out_fens``: for one kind,
+    in place of ``experiments/endgame_data.py``'s ``held_out_fens``: for one kind,
     the same seed and the same excluded files, the two give the same starts."""
     held_out_fens = bench_script("endgame_data").held_out_fens
     drawing = {"seed": 71, "mate_nodes": 200000, "walk_back": True}
@@ -214,7 +214,7 @@ def test_endgame_preset_uses_stockfish_checked_kqk_krk_starts() -> None:
     config = load_config(ROOT / "params.yaml", preset="endgame")
     search, selfplay = config.search, config.selfplay
     assert (search.algorithm, search.fpu_mode, search.fpu_value, search.num_simulations, search.temperature_plies) == (
-        "gumbel", "absolute", 0.0, 32, 2)  # what bench/learning.py measured to learn (README)
+        "gumbel", "absolute", 0.0, 32, 2)  # what experiments/learning.py measured to learn (README)
     assert selfplay.full_search_prob == 1.0 and not selfplay.resign_enabled
     assert not (selfplay.adjudicate_material or selfplay.adjudicate_stockfish)  # every win is a mate
     train, held_out = load_start_positions(selfplay.start_positions), load_start_positions(config.gating.book)

@@ -110,7 +110,7 @@ def test_gate_command_writes_a_decision(tmp_path: Path) -> None:
     out = tmp_path / "gate"
     settings = ["gating.max_games=4", "gating.simulations=4", "gating.max_plies=30", "gating.ladder_games=2",
                 "gating.ladder=[skill=0:depth=1]", "selfplay.device=cpu"]  # fmt: skip
-    command = [sys.executable, "-m", "pipeline", "gate", "--params", "none", "--candidate", str(candidate),
+    command = [sys.executable, "-m", "zerochess", "gate", "--params", "none", "--candidate", str(candidate),
                "--best", str(best), "--out", str(out)]  # fmt: skip
     for item in settings:
         command += ["--set", item]
@@ -127,7 +127,7 @@ def test_gate_command_writes_a_decision(tmp_path: Path) -> None:
 
 
 def test_gate_refuses_a_missing_stockfish(tmp_path: Path) -> None:
-    from pipeline.cli import main
+    from zerochess.cli import main
 
     candidate = tmp_path / "c.pt"
     save_net(AlphaZeroNet(NetConfig(blocks=1, filters=8, value_channels=4, value_hidden=16)), candidate)

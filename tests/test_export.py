@@ -14,7 +14,7 @@ from torch import nn
 
 from models.net import AlphaZeroNet, NetConfig
 from pipeline.checkpoint import save_net
-from pipeline.cli import main
+from zerochess.cli import main
 from pipeline.export import (
     INPUT_NAME,
     ONNX_FORMAT,
@@ -242,8 +242,8 @@ def test_cli_needs_the_onnx_flag(checkpoint: Path, tmp_path: Path,
 
 
 def test_the_commands_help_constant_matches_the_exporter() -> None:
-    """``pipeline.commands.export`` repeats the default opset so that ``--help`` imports no torch."""
+    """``zerochess.commands.export`` repeats the default opset so that ``--help`` imports no torch."""
     from pipeline import export
-    from pipeline.commands import export as command
+    from zerochess.commands import export as command
 
     assert command.DEFAULT_OPSET == export.DEFAULT_OPSET

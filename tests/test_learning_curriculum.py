@@ -1,4 +1,4 @@
-"""``bench/learning.py``'s endgame curriculum: the next kinds' start files, and
+"""``experiments/learning.py``'s endgame curriculum: the next kinds' start files, and
 the move to them once the first kinds are mastered (a unit test of the bench:
 its loop, ledger and evaluation are stood in for)."""
 
@@ -26,7 +26,7 @@ def learning(bench_script: Callable[[str], ModuleType]) -> Any:
 
 @pytest.fixture()
 def endgame_data(learning: Any) -> Any:
-    """``bench/endgame_data.py`` as ``learning`` imported it (so a patch reaches its calls)."""
+    """``experiments/endgame_data.py`` as ``learning`` imported it (so a patch reaches its calls)."""
     return sys.modules[learning.endgame_starts.__module__]
 
 

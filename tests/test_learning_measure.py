@@ -168,7 +168,7 @@ def test_a_tiny_run_records_the_measure_in_the_ledger_mlflow_and_the_plot(tmp_pa
     env.pop("MLFLOW_TRACKING_URI", None)
     overrides = ["run.generations=1", "gating.measure=mate_rate", "gating.measure_openings=data/endgames_eval.epd",
                  "gating.measure_games=2", "gating.measure_max_plies=16", "gating.measure_defence=depth=1"]  # fmt: skip
-    command = [sys.executable, "-m", "pipeline", "run", "--preset", "tiny", "--out", str(out), "--no-live"]
+    command = [sys.executable, "-m", "zerochess", "run", "--preset", "tiny", "--out", str(out), "--no-live"]
     command += [arg for item in overrides for arg in ("--set", item)]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -190,7 +190,7 @@ def test_a_tiny_run_records_the_measure_in_the_ledger_mlflow_and_the_plot(tmp_pa
     assert steps == [0, 1]
 
 
-# ---------------------------------------------------------------- bench/learning.py --rate
+# ---------------------------------------------------------------- experiments/learning.py --rate
 
 
 @pytest.mark.slow

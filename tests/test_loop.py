@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def run_loop(out: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "RAY_AUTH_MODE": "token"}
     env.pop("MLFLOW_TRACKING_URI", None)
-    command = [sys.executable, "-m", "pipeline", "run", "--preset", "tiny", "--out", str(out)]
+    command = [sys.executable, "-m", "zerochess", "run", "--preset", "tiny", "--out", str(out)]
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from models.evaluation import Leaf, UniformEvaluator
 from models.search_config import SearchConfig
-from pipeline.cli import main
+from zerochess.cli import main
 from pipeline.play import (
     COMMANDS,
     HELP,

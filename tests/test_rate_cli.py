@@ -13,7 +13,7 @@ import pytest
 from bad_nets import write_nets
 from run_helpers import have_stockfish
 
-from pipeline.cli import main
+from zerochess.cli import main
 from pipeline.players.stockfish import find_stockfish
 
 ROOT = Path(__file__).resolve().parents[1]

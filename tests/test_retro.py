@@ -156,7 +156,7 @@ def test_walked_back_starts_are_stockfish_checked_mates_at_every_distance() -> N
 
 @needs_stockfish
 def test_the_endgames_command_walks_back(tmp_path, capsys: pytest.CaptureFixture) -> None:
-    from pipeline.cli import main
+    from zerochess.cli import main
     from pipeline.selfplay import load_start_positions
 
     out = tmp_path / "kbnk.epd"

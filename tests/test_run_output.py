@@ -98,7 +98,7 @@ def check_trailer(lines: list[str]) -> None:
 def demo_command(out: Path) -> list[str]:
     """``zerochess run --preset demo`` on the tiny settings, into ``out``."""
     sets = [arg for key, value in TINY_DEMO.items() for arg in ("--set", f"{key}={value}")]
-    return [sys.executable, "-m", "pipeline", "run", "--preset", "demo", "--out", str(out), *sets]
+    return [sys.executable, "-m", "zerochess", "run", "--preset", "demo", "--out", str(out), *sets]
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import chess.pgn
 import pytest
 from run_helpers import have_stockfish
 
-from pipeline.cli import main
+from zerochess.cli import main
 from pipeline.supervised.evals import centipawns_to_value, comment_value
 from pipeline.supervised.stockfish_games import GamePlan, StockfishGamesError, eval_comment, random_start
 

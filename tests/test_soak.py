@@ -1,4 +1,4 @@
-"""bench/soak.py: its sampling (of this test process and of children it
+"""experiments/soak.py: its sampling (of this test process and of children it
 starts), growth, end checks, faults and last line; and one short soak of the
 ``tiny`` preset with a pool-actor kill and a truncated shard (slow)."""
 
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "experiments"))
 
 import soak
 
@@ -156,7 +156,7 @@ def test_short_soak(tmp_path: Path) -> None:
     recorded shard truncated: the files, the table and the last line; then
     the end check sees a copied shard (duplicated) and a deleted one (lost)."""
     out = tmp_path / "soak"
-    command = [sys.executable, str(ROOT / "bench" / "soak.py"), "--minutes", "0.75", "--preset", "tiny",
+    command = [sys.executable, str(ROOT / "experiments" / "soak.py"), "--minutes", "0.75", "--preset", "tiny",
                "--fault-every", "0.3", "--faults", "actor,truncate", "--sample-s", "3", "--warmup-minutes", "0.1",
                "--max-rss-growth", "1000", "--max-handle-growth", "1000", "--min-faults", "1", "--out", str(out)]  # fmt: skip
     env = {**os.environ, "RAY_AUTH_MODE": "disabled"}

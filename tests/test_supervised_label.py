@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from models.policy import get_policy_map
-from pipeline.cli import main
+from zerochess.cli import main
 from pipeline.players.base import PlayerError
 from pipeline.players.stockfish import EngineFailure, find_stockfish
 from pipeline.shards import decode_targets, load_shards, table_to_records, validate_table

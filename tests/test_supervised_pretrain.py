@@ -15,7 +15,7 @@ from torch import nn
 
 from models.net import AlphaZeroNet, NetConfig
 from pipeline.checkpoint import load_net
-from pipeline.cli import main
+from zerochess.cli import main
 from pipeline.shards import decode_targets, load_shards
 from pipeline.supervised.config import SupervisedConfig
 from pipeline.supervised.convert import convert_files

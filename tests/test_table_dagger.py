@@ -1,4 +1,4 @@
-"""DAgger over the tables (``bench/table_dagger.py`` and ``bench/learning.py
+"""DAgger over the tables (``experiments/table_dagger.py`` and ``experiments/learning.py
 --bootstrap-dagger``): the starts each round draws, the positions it takes
 from the net's games, the training folder it mixes, and one real round
 (Stockfish's defence on a local Ray cluster, ``zerochess label --tablebases``,

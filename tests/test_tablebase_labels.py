@@ -171,5 +171,5 @@ def _positions_of(fens: list[str], folder: Path):
 
 
 def _zerochess(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pipeline", *args], check=False, cwd=ROOT, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "zerochess", *args], check=False, cwd=ROOT, capture_output=True,
                           text=True, timeout=300)  # fmt: skip

@@ -52,7 +52,7 @@ def zerochess_train(data: Path, out: Path, *extra: str) -> subprocess.CompletedP
     args = [
         sys.executable,
         "-m",
-        "pipeline",
+        "zerochess",
         "train",
         "--params",
         "none",

@@ -12,7 +12,7 @@ from test_training_support import TINY_NET, make_shards
 
 from models.net import AlphaZeroNet, ArchitectureMismatchError, NetConfig
 from pipeline.checkpoint import save_net
-from pipeline.cli import main
+from zerochess.cli import main
 from pipeline.config import load_config
 from pipeline.training.config import TrainConfig
 from pipeline.training.data import ShardDataModule

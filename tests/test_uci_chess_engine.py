@@ -23,7 +23,7 @@ START_TIMEOUT_S = 120.0  # importing torch on a busy shared machine
 
 
 def uci_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "pipeline", "uci", "--params", "none", *args]
+    return [sys.executable, "-m", "zerochess", "uci", "--params", "none", *args]
 
 
 @pytest.fixture(scope="module")

@@ -202,7 +202,7 @@ def test_the_champion_is_read_from_the_run_folder_unless_a_store_is_named(
 ) -> None:
     """``uci --checkpoint champion`` reads the store ``zerochess run`` wrote
     (its ``--out``'s mlflow.db), not MLflow's default in the working folder."""
-    from pipeline.commands.uci import champion_store
+    from pipeline.champion import champion_store
 
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     assert champion_store(None, str(tmp_path / "run")) == f"sqlite:///{tmp_path / 'run' / 'mlflow.db'}"
@@ -217,7 +217,7 @@ def test_uci_champion_of_a_run_without_a_store_names_the_store(tmp_path: Path) -
 
     env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
     result = subprocess.run(
-        [sys.executable, "-m", "pipeline", "uci", "--checkpoint", "champion", "--run", str(tmp_path / "nope")],
+        [sys.executable, "-m", "zerochess", "uci", "--checkpoint", "champion", "--run", str(tmp_path / "nope")],
         input="uci\nquit\n", capture_output=True, text=True, env=env, timeout=120, check=False,
     )
     assert result.returncode == 2, result.stderr

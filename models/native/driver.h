@@ -38,13 +38,15 @@ struct GamesConfig {
   int threads = 1;
 };
 
+// The defaults are models/driver_settings.py's SelfPlayRules' (tests/test_native_defaults.py
+// checks them); Python always sets every field.
 struct DriverConfig : GamesConfig {
   SearchParams search;
-  double full_search_prob = 1.0;
+  double full_search_prob = 0.25;
   int fast_simulations = 32;
-  double resign_threshold = -1.0;  // <= -1 disables resigning
+  double resign_threshold = -0.95;  // <= -1 disables resigning
   int resign_plies = 3;
-  double resign_playthrough = 0.0;
+  double resign_playthrough = 0.1;
   // Draw adjudication: after at least draw_adjudication_plies plies (0 = off),
   // a game whose last draw_adjudication_window root |q| were all below
   // draw_adjudication_q ends as a draw ("draw_adjudicated"); a
@@ -52,7 +54,7 @@ struct DriverConfig : GamesConfig {
   int draw_adjudication_plies = 0;
   int draw_adjudication_window = 20;
   double draw_adjudication_q = 0.05;
-  double draw_adjudication_playthrough = 0.0;
+  double draw_adjudication_playthrough = 0.1;
 };
 
 // ChessError naming the first field out of its range (the ranges of

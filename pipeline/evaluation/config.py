@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from pipeline.config_errors import (
     ConfigError,
@@ -13,9 +12,10 @@ from pipeline.config_errors import (
     require,
     require_one_of,
 )
+from pipeline.resources import DATA_DIR
 
 MEASURES = ("none", "mate_rate", "vs_gen0")
-DEFAULT_BOOK = str(Path(__file__).resolve().parents[2] / "data" / "openings.epd")
+DEFAULT_BOOK = str(DATA_DIR / "openings.epd")
 
 
 @dataclass(frozen=True)

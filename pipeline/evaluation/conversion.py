@@ -11,7 +11,7 @@ the player then won.  The games it did not convert are counted by how
 they ended (threefold repetition, fifty moves, max plies, stalemate...).
 Only the games' moves are replayed (no engine), so the gate computes it over
 its match against the best at no cost (``gate.json``'s ``conversion``) and
-``bench/learning.py`` beside each match score.
+``experiments/learning.py`` beside each match score.
 """
 
 from __future__ import annotations

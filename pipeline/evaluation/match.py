@@ -50,6 +50,22 @@ def load_openings(path: str | Path) -> list[Opening]:
     return openings
 
 
+class BookError(ValueError):
+    """An opening book cannot be used; the message names the option and the file."""
+
+
+def load_book(path: str | Path, option: str = "gating.openings") -> list[Opening]:
+    """The openings of the EPD/FEN book ``path``; an unreadable or empty file is a
+    :class:`BookError` naming ``option`` (the key or flag that chose it) and the file."""
+    try:
+        openings = load_openings(path)
+    except OSError as error:
+        raise BookError(f"{option} {path}: {error.strerror or error}") from error
+    if not openings:
+        raise BookError(f"{option} {path}: no positions in the book")
+    return openings
+
+
 @dataclass(frozen=True)
 class GameOutcome:
     """A finished (or aborted) game.

@@ -3,7 +3,7 @@ first, further back as each kind's mates are learnt.
 
 Self-play from a KBNK start fifteen moves from mate almost never ends in
 mate while the network is weak, so its value head sees only draws and the
-strong side learns nothing (``bench/learning.py``: KBNK stayed at the random
+strong side learns nothing (``experiments/learning.py``: KBNK stayed at the random
 network's 2-5 of 30 held-out mates for 45 minutes of self-play from starts
 spread evenly over 1..20 moves).  Here each kind has a *cap*: its self-play
 starts are the walked-back starts (:func:`~pipeline.selfplay.endgames.walked_back_starts`)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from models.driver_settings import SelfPlayRules
-from pipeline.config_errors import ConfigError, check_at_least, check_each, check_inference, require
+from pipeline.config_errors import ConfigError, check_at_least, check_inference, require
 from pipeline.selfplay.endgames import parse_kind
 
 __all__ = ["CurriculumStage", "SelfPlayConfig", "check_curriculum", "check_curriculum_measure"]
@@ -194,17 +195,15 @@ class SelfPlayConfig(SelfPlayRules):
     stockfish_path: str = ""
     curriculum: tuple[CurriculumStage, ...] = ()
 
+    key_prefix: ClassVar[str] = "selfplay."
+
     def __post_init__(self) -> None:
-        check_at_least("selfplay", self, ("games_per_task", "max_plies", "fast_simulations", "resign_plies", "workers",
-                                          "threads_per_worker", "search_threads", "material_margin",
-                                          "stockfish_adjudication_nodes", "draw_adjudication_window"), 1)  # fmt: skip
+        super().__post_init__()  # the rules' fields: checked once, in models.driver_settings
+        check_at_least("selfplay", self, ("games_per_task", "max_plies", "workers", "threads_per_worker",
+                                          "search_threads", "material_margin", "stockfish_adjudication_nodes"),
+                       1)  # fmt: skip
         check_at_least("selfplay", self, ("random_plies", "cpus_per_worker", "gpus_per_worker", "max_restarts",
-                                          "max_task_retries", "draw_adjudication_plies"), 0)  # fmt: skip
-        check_each("selfplay", self, ("full_search_prob", "resign_playthrough", "draw_adjudication_playthrough"),
-                   lambda value: 0.0 <= value <= 1.0, "in [0, 1]")  # fmt: skip
-        require("selfplay.resign_threshold", self.resign_threshold, -1.0 <= self.resign_threshold <= 1.0, "in [-1, 1]")
-        require("selfplay.draw_adjudication_q", self.draw_adjudication_q, 0.0 < self.draw_adjudication_q <= 1.0,
-                "in (0, 1]")  # fmt: skip
+                                          "max_task_retries"), 0)  # fmt: skip
         require("selfplay.device", self.device, self.device in ("auto", "cpu", "cuda"), "auto, cpu or cuda")
         check_inference("selfplay", self.precision, self.compile)
         require("selfplay.stockfish_adjudication_cp", self.stockfish_adjudication_cp,

@@ -11,7 +11,7 @@ strong piece stands en prise to the weak side (a queen next to the lone king
 teaches nothing but how to lose it).  With ``max_mate`` the positions are kept
 only when Stockfish sees a forced mate for the strong side in 1..``max_mate``
 moves, as many at each distance: uniformly random placements rarely end in
-mate in self-play from a random network (``bench/learning.py``: 2 mates in
+mate in self-play from a random network (``experiments/learning.py``: 2 mates in
 192 games), mates in at most 6 moves often enough to be learnt from.
 
 ``zerochess endgames --out FILE.epd --kinds KQK,KRK --count 600 --max-mate 6``

@@ -12,19 +12,9 @@ from pathlib import Path
 import chess
 
 from pipeline.config_errors import ConfigError
+from pipeline.resources import project_file
 
-__all__ = ["PROJECT_ROOT", "load_start_positions", "project_file"]
-
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-
-
-def project_file(path: str | Path) -> Path:
-    """``path``, or the project's file of that relative path when the working
-    directory has none (``data/endgames.epd`` in a preset works from anywhere)."""
-    in_project = PROJECT_ROOT / path
-    if not Path(path).is_absolute() and not Path(path).exists() and in_project.exists():
-        return in_project
-    return Path(path)
+__all__ = ["load_start_positions", "project_file"]
 
 
 def load_start_positions(path: str | Path) -> list[str]:

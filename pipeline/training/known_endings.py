@@ -10,7 +10,7 @@ the other side can no longer take a piece.  Self-play on these endings
 otherwise teaches the value head that they are drawn: a net that leaves a
 piece en prise plays against itself, the lone king takes it, and the game
 (every position of it) is a draw by insufficient material
-(``bench/learning.py``: about 45% of the games of the harder endings).
+(``experiments/learning.py``: about 45% of the games of the harder endings).
 
 A position is rescored as a win for the strong side (``z = +1`` with the
 strong side to move, ``-1`` with the lone king to move) when:

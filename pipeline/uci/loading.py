@@ -21,15 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from models.evaluation import Evaluator, UniformEvaluator
+from pipeline.champion import CHAMPION, DEFAULT_MODEL_NAME
 from pipeline.config import Config
 
 log = logging.getLogger(__name__)
-
-CHAMPION = "champion"
-"""The ``--checkpoint`` value (and registry alias) of the current best network."""
-
-DEFAULT_MODEL_NAME = "zerochess"
-"""Registered model name searched for the ``champion`` alias."""
 
 SQLITE_PREFIX = "sqlite:///"
 """Scheme of MLflow's default (file-based SQLite) tracking store."""

@@ -314,6 +314,8 @@ TEST(self_play_core_smoke) {
   config.seed = 11;
   config.max_plies = 12;
   config.threads = 2;
+  config.full_search_prob = 1.0;  // every move a training row
+  config.resign_threshold = -1.0;  // no resigning
   SelfPlayCore core(config);
   FakeEvaluator fake;
   std::vector<std::uint8_t> planes;

@@ -21,7 +21,7 @@ NATIVE_SOURCES := setup.py $(wildcard models/native/*.cpp models/native/*.h)
 # ZEROCHESS_NATIVE_WERROR): the code compiles clean under -Wall -Wextra.
 NATIVE_WERROR ?= 1
 
-.PHONY: demo test install stockfish ssh-tools chromium toolchain native native-test bench clean
+.PHONY: demo test install stockfish ssh-tools chromium toolchain native native-test bench docs docs-serve clean
 
 # The native core (models/native/, C++17) needs a C++ compiler and Python's
 # headers; Debian's g++ and python3-dev are installed when missing.
@@ -104,9 +104,18 @@ demo: install
 test: install ssh-tools chromium
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# The docs site (mkdocs.yml): the generated reference pages first, then a strict build into site/.
+docs: $(STAMP)
+	$(PY) -m pipeline.param_reference docs/reference/parameters.md
+	$(PY) -m zerochess.cli_reference docs/reference/cli.md
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+docs-serve: docs
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8000
+
 bench: install
 	$(PY) -m pip install --quiet -e '.[bench]'
 	$(PY) bench/search.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis site

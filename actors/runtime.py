@@ -199,3 +199,13 @@ def join_cluster(address: str) -> None:
     the cluster; unset, the mode is ``token``, as for every zerochess command."""
     use_auth_mode()
     ray.init(address=address)
+
+
+def cluster_resources() -> dict[str, float]:
+    """The resources of the Ray cluster this process has joined (``ray.cluster_resources``)."""
+    return ray.cluster_resources()
+
+
+def shutdown_ray() -> None:
+    """Leave (and, if this process started it, stop) the Ray cluster; nothing when none is joined."""
+    ray.shutdown()

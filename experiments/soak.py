@@ -254,13 +254,12 @@ def stoppable_loop(soak: Soak) -> type:
 
 def run_loop(config: Any, out: Path, soak: Soak, on_event: Callable[[str], None]) -> dict[str, Any]:
     """``run_async`` (actors/async_loop.py) with :func:`stoppable_loop`'s loop."""
-    import ray
-
+    from actors.runtime import cluster_resources
     from pipeline.async_status import AsyncStatus, AsyncStatusBoard
     from pipeline.loop.resources import check_resources
     from pipeline.loop.start import open_run, runs_ended_on_error
 
-    check_resources(config, ray.cluster_resources())
+    check_resources(config, cluster_resources())
     out, ledger, tracker = open_run(config, out, None)
     board = AsyncStatusBoard(AsyncStatus(str(out), config.run.generations), live=False)
     loop = stoppable_loop(soak)(config, out, ledger, tracker, board, on_event)
@@ -361,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["RAY_TMPDIR"] = tempfile.mkdtemp(prefix="zc-soak-", dir="/tmp")  # short: socket paths
     import psutil  # noqa: F401 - fail early when missing
 
-    from actors.runtime import init_ray
+    from actors.runtime import init_ray, shutdown_ray
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -382,7 +381,6 @@ def main(argv: list[str] | None = None) -> int:
             events.append(record.getMessage())
 
     logging.getLogger("actors").addHandler(Collect(logging.INFO))
-    import ray
 
     for attempt in range(3):  # on a loaded machine Ray's 30 s start-up limit can pass
         try:
@@ -390,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
             break
         except Exception as error:  # Ray raises a bare Exception here
             log.error("Ray did not start (%s): attempt %d of 3", error, attempt + 1)
-            ray.shutdown()
+            shutdown_ray()
             if attempt == 2:
                 raise
 
@@ -403,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
         soak.done.set()
         if soak.thread.is_alive():
             soak.thread.join()
-        ray.shutdown()
+        shutdown_ray()
     write_csv(out / "soak.csv", soak.samples)
     plot(out / "soak.png", soak.samples, soak.fired(), 60 * args.warmup_minutes, soak.stopped_at)
     (out / "faults.json").write_text(json.dumps(soak.faults, indent=1))

@@ -104,14 +104,21 @@ demo: install
 test: install ssh-tools chromium
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-# The docs site (mkdocs.yml): the generated reference pages first, then a strict build into site/.
+# The docs site (mkdocs.yml): the generated reference and results pages first, then a strict build into site/.
 docs: $(STAMP)
 	$(PY) -m pipeline.param_reference docs/reference/parameters.md
 	$(PY) -m zerochess.cli_reference docs/reference/cli.md
+	$(PY) experiments/results.py pages
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 docs-serve: docs
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8000
+
+# The results pages under docs/results/: every table drawn from docs/results/data/ by one script
+# (the notebook pages' prose from docs/results/src/*.md.in).  tests/test_results_pages.py checks them.
+.PHONY: results
+results: $(STAMP)
+	$(PY) experiments/results.py pages
 
 bench: install
 	$(PY) -m pip install --quiet -e '.[bench]'

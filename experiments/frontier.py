@@ -165,15 +165,20 @@ def rating_rows(data: dict[str, Any]) -> list[tuple[float, float, float, float]]
 def command_page(args: argparse.Namespace) -> None:
     out = Path(args.out)
     datasets = [(Path(path), json.loads(Path(path).read_text())) for path in args.data]
-    lines = [PAGE_HEAD.strip(), ""]
-    for path, data in datasets:
-        lines += page_section(path, data, out.parent)
-    if args.tactics:
-        lines += tactics_section(Path(args.tactics), out.parent)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(lines).rstrip() + "\n")
+    out.write_text(page_text(datasets, Path(args.tactics) if args.tactics else None, out.parent))
     plot(datasets, out.with_suffix(".png"))
     print(f"wrote {out} and {out.with_suffix('.png')}")
+
+
+def page_text(datasets: list[tuple[Path, dict[str, Any]]], tactics: Path | None, folder: Path) -> str:
+    """The page's Markdown, its data files' paths written relative to ``folder`` (the page's own)."""
+    lines = [PAGE_HEAD.strip(), ""]
+    for path, data in datasets:
+        lines += page_section(path, data, folder)
+    if tactics:
+        lines += tactics_section(tactics, folder)
+    return "\n".join(lines).rstrip() + "\n"
 
 
 PAGE_HEAD = """

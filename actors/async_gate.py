@@ -79,7 +79,7 @@ class GateRole:
             gated["model_version"] = self.tracker.register(run_id, self.candidates[index].net)
         metrics = gate_metrics(gated)
         _, positions, _ = self._totals()
-        self.tracker.log_metrics(run_id, {**metrics, "candidate/step": self.candidates[index].step})
+        self.tracker.log_metrics(run_id, {**metrics, "candidate/step": self.candidates[index].step}, step=index)
         self.tracker.finish(run_id)
         self.tracker.log_metrics(self.tracker.parent_id, metrics, step=index)
         self.tracker.log_metrics(self.tracker.parent_id, {f"by_positions/{k}": v for k, v in metrics.items()},

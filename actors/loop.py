@@ -161,12 +161,13 @@ class SyncLoop:
         summary = GenerationSummary(generation)
         selfplay = self.selfplay(generation, best, run_id)
         tracker.log_metrics(run_id, {"selfplay/generation": generation,
-                                     **{f"selfplay/{k}": v for k, v in selfplay.figures.items()}})  # fmt: skip
+                                     **{f"selfplay/{k}": v for k, v in selfplay.figures.items()}},
+                            step=generation)  # fmt: skip
         summary.selfplay = selfplay.figures
         trained = self.train(generation, best, latest, run_id)
         retain_generation(config, self.out, self.shards, self.games, generation, self.say)  # run.retain_positions
         self.board.update(losses=trained.losses(), step=trained.steps)
-        tracker.log_metrics(run_id, trained.losses())
+        tracker.log_metrics(run_id, trained.losses(), step=generation)
         summary.train = trained.metrics
         summary.measure = self.measure(generation, trained.net, gen0, run_id=run_id, baseline=baseline)
         gated = self.gate(generation, trained.net, best, run_id)
@@ -175,7 +176,7 @@ class SyncLoop:
             write_best(self.out, best)
         summary.gate = gate_metrics(gated)
         _show_gate(self.board, gated, summary.gate, best)
-        tracker.log_metrics(run_id, summary.gate)
+        tracker.log_metrics(run_id, summary.gate, step=generation)
         tracker.finish(run_id)
         # The parent run carries the per-generation curve too (step = generation),
         # so two pipeline runs compare side by side in mlflow ui.
@@ -220,12 +221,18 @@ class SyncLoop:
         result = train(
             self.config, self.shards, train_dir, init_net=latest, resume=True,
             tracking_uri=self.tracker.uri, progress_bar=False, tags={"mlflow.parentRunId": run_id},
-            callbacks=[TrainingStatus(self.board)],
+            callbacks=[TrainingStatus(self.board)], step_offset=self.steps_before(generation),
         )  # fmt: skip
         self.board.update(window_positions=result.positions)
         done = TrainEntry(generation, result.net_path, result.steps, resumed_from, result.metrics)
         self.ledger.append(done.as_entry())
         return done
+
+    def steps_before(self, generation: int) -> int:
+        """The training steps of the generations before ``generation`` (their
+        ledger lines): where its training run's MLflow steps start."""
+        return sum(entry["steps"] for entry in self.ledger.entries
+                   if entry.get("stage") == "train" and entry.get("generation", generation) < generation)  # fmt: skip
 
     def gate(self, generation: int, candidate: str, best: str, run_id: str) -> dict[str, Any]:
         """The generation's gate of ``candidate`` against ``best`` (once): its
@@ -262,7 +269,7 @@ class SyncLoop:
             entry = MeasureEntry(generation, net, figures).as_entry()
             self.ledger.append(entry)
             for run in [run_id] if run_id else []:
-                self.tracker.log_metrics(run, figures)
+                self.tracker.log_metrics(run, figures, step=generation)
             self.tracker.log_metrics(self.tracker.parent_id, figures, step=generation)
         figures = entry["figures"]
         shown = f"generation {generation}: {measure_text(figures)}"

@@ -188,6 +188,9 @@ def main() -> None:
     import logging
 
     logging.basicConfig(level=logging.WARNING)
+    from pipeline.quiet import quiet_libraries
+
+    quiet_libraries()  # Lightning's own handler prints its notices whatever the root level
     from actors.runtime import use_auth_mode
 
     use_auth_mode()

@@ -348,6 +348,9 @@ def main(argv: list[str] | None = None) -> list[Point]:
     import logging
 
     logging.basicConfig(level=logging.WARNING)
+    from pipeline.quiet import quiet_libraries
+
+    quiet_libraries()  # Lightning's own handler prints its notices whatever the root level
     from actors.runtime import use_auth_mode
 
     use_auth_mode()

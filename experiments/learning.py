@@ -132,6 +132,7 @@ from pipeline.evaluation.gating import RATE_MAX_LEVELS, match_settings, rate_net
 from pipeline.evaluation.match import Opening, load_openings  # noqa: E402
 from pipeline.evaluation.measure import wilson_interval  # noqa: E402
 from pipeline.evaluation.settings import MatchSettings  # noqa: E402
+from pipeline.quiet import quiet_libraries  # noqa: E402
 from pipeline.loop.ledger import Ledger  # noqa: E402
 from pipeline.selfplay.backward import (  # noqa: E402
     BackwardRule,
@@ -516,6 +517,7 @@ def recheck(phase: Phase, out: Path, generations: list[int], preset: str) -> Non
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser(__doc__)
     args = parser.parse_args(argv)
+    quiet_libraries()  # no Lightning notices among the measurements
     if args.compare:
         pairs = [item.split("=", 1) for item in args.compare]
         target = Path(args.plot_dir or args.out)

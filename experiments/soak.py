@@ -354,6 +354,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # started with & it is ignored: the drain limit needs it
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    from pipeline.quiet import quiet_libraries
+
+    quiet_libraries()  # Lightning's own handler prints its notices whatever the root level
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a throwaway local instance
     os.environ.pop("MLFLOW_TRACKING_URI", None)
     os.environ.pop("RAY_ADDRESS", None)

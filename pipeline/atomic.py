@@ -27,6 +27,31 @@ def fsync_directory(directory: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
+def nearest_existing(path: str | os.PathLike[str]) -> Path:
+    """``path`` itself if it exists, else its nearest existing ancestor."""
+    ancestor = Path(path).absolute()
+    while not ancestor.exists() and ancestor.parent != ancestor:
+        ancestor = ancestor.parent
+    return ancestor
+
+
+def unwritable_reason(path: str | os.PathLike[str]) -> str | None:
+    """Why a folder could not be made at ``path`` (None: it could), found by
+    trying: a probe folder is made in the nearest existing ancestor and removed
+    at once.  Permission bits alone say yes to root for ``/proc``, a read-only
+    mount or a full disk, where the first real write would fail after minutes."""
+    ancestor = nearest_existing(path)
+    if not ancestor.is_dir():
+        return f"{ancestor} is not a folder"
+    try:
+        probe = tempfile.mkdtemp(prefix=".zerochess-probe-", dir=ancestor)
+    except OSError as error:
+        return f"{ancestor} is not writable ({error.strerror or error})"
+    with suppress(OSError):
+        os.rmdir(probe)
+    return None
+
+
 @contextmanager
 def atomic_write(path: str | os.PathLike[str], mode: int = FILE_MODE) -> Iterator[BinaryIO]:
     """Yield a binary file that replaces ``path`` when the block ends without

@@ -66,13 +66,36 @@ def save_net(net: nn.Module, path: PathLike) -> Path:
     return target
 
 
+BEST_POINTER = "best.txt"
+"""The file in a run folder that names its best network (``pipeline.loop.ledger``)."""
+
+
+def follow_best_pointer(path: PathLike) -> PathLike:
+    """The network a run's ``best.txt`` names, when ``path`` is that file or
+    the run folder holding it; otherwise ``path`` unchanged."""
+    pointer = Path(path)
+    if pointer.is_dir():
+        pointer = pointer / BEST_POINTER
+    if pointer.name != BEST_POINTER or not pointer.is_file():
+        return path
+    try:
+        named = pointer.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"{pointer}: cannot read the best-network pointer ({exc})") from exc
+    if not named:
+        raise CheckpointError(f"{pointer}: the best-network pointer is empty")
+    return named
+
+
 def _read_state(path: PathLike) -> Any:
-    """Return the unpickled (weights-only, CPU) content of ``path``.
+    """Return the unpickled (weights-only, CPU) content of ``path`` (a run's
+    ``best.txt``, or its folder, stands for the network it names).
 
     Raises:
         CheckpointNotFoundError: ``path`` does not exist.
         CheckpointError: the bytes are not a weights-only torch file.
     """
+    path = follow_best_pointer(path)
     try:
         handle = open(path, "rb")  # noqa: SIM115 - closed below
     except FileNotFoundError as exc:
@@ -92,14 +115,8 @@ def _read_state(path: PathLike) -> Any:
 
 
 def _folder_hint(folder: PathLike) -> str:
-    """A checkpoint inside ``folder`` worth suggesting: a run's best network
-    (``best.txt``) or a ``net.pt``."""
-    best = Path(folder) / "best.txt"
-    try:
-        if best.is_file():
-            return f" (the run's best network is {best.read_text().strip()})"
-    except OSError:
-        pass
+    """A checkpoint inside ``folder`` worth suggesting (a run folder's
+    ``best.txt`` is followed before this is reached)."""
     net = Path(folder) / "net.pt"
     return f" (did you mean {net}?)" if net.is_file() else ""
 

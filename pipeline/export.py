@@ -53,7 +53,7 @@ import torch
 
 from models.inference_net import ONNX_INPUT, ONNX_OUTPUTS, fold_batch_norm, onnx_bytes
 from models.net import INPUT_PLANES, AlphaZeroNet
-from pipeline.atomic import atomic_write
+from pipeline.atomic import atomic_write, unwritable_reason
 
 __all__ = [
     "DEFAULT_OPSET",
@@ -194,13 +194,9 @@ def check_out_path(out_path: str | os.PathLike[str]) -> Path:
         raise ExportError(
             f"{target}: is a folder; give the ONNX file's path, e.g. {target / 'net.onnx'}"
         )
-    parent = target.absolute().parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir():
-        raise ExportError(f"{target}: cannot write the ONNX file ({parent} is not a folder)")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ExportError(f"{target}: cannot write the ONNX file ({parent} is not writable)")
+    reason = unwritable_reason(target.absolute().parent)
+    if reason is not None:
+        raise ExportError(f"{target}: cannot write the ONNX file ({reason})")
     return target
 
 

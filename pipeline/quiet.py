@@ -14,32 +14,37 @@ import os
 import sys
 from collections.abc import Iterator
 
-# Lightning's rank-zero notices: advertisements and hardware lines that the
-# status line already states (the device in use).
-_LIGHTNING_NOISE = ("💡 Tip:", "GPU available", "TPU available", "HPU available", "IPU available")
-_LIGHTNING_LOGGERS = ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero")
+# Lightning's rank-zero notices (its hardware lines, "💡 Tip: ... litlogger",
+# "`Trainer.fit` stopped: `max_steps=100` reached", checkpoint restores) and
+# its seed line: zerochess's own lines say what matters.  They go to
+# Lightning's own console handler, whatever the root logger's level.
+_LIGHTNING_LOGGERS = (
+    "lightning.pytorch.utilities.rank_zero",
+    "lightning.fabric.utilities.rank_zero",
+    "lightning.fabric.utilities.seed",
+)
 
 
-class _DropPrefixes(logging.Filter):
-    """Drops records whose message starts with one of ``prefixes``."""
-
-    def __init__(self, prefixes: tuple[str, ...]) -> None:
-        super().__init__()
-        self.prefixes = prefixes
+class _WarningsOnly(logging.Filter):
+    """Lets warnings and errors through and drops the rest."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.getMessage()).lstrip().startswith(self.prefixes)
+        return record.levelno >= logging.WARNING
 
 
 def quiet_libraries() -> None:
-    """Silence Lightning's tips and hardware lines, matplotlib's font-cache
-    notice and MLflow's database set-up lines (idempotent)."""
+    """Silence Lightning's notices (its warnings stay), matplotlib's
+    font-cache notice, MLflow's database set-up lines and its artifact
+    download bar (idempotent)."""
     for name in _LIGHTNING_LOGGERS:
         logger = logging.getLogger(name)
-        if not any(isinstance(f, _DropPrefixes) for f in logger.filters):
-            logger.addFilter(_DropPrefixes(_LIGHTNING_NOISE))
+        if not any(isinstance(f, _WarningsOnly) for f in logger.filters):
+            logger.addFilter(_WarningsOnly())
     logging.getLogger("matplotlib").setLevel(logging.ERROR)
     logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)  # "Creating initial MLflow database tables"
+    # MLflow's "Downloading artifacts" bar (tqdm on stderr, as \r frames even
+    # when piped): e.g. --checkpoint champion.  A user's own setting stays.
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
 
 def report_only() -> None:

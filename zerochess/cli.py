@@ -57,7 +57,7 @@ FIRST_STEPS: tuple[tuple[str, str], ...] = (
     ("uci --checkpoint CHECKPOINT", "a network as a UCI engine"),
 )
 CHECKPOINT_HINT = (
-    "CHECKPOINT: a network file (runs/demo/best.txt names the demo's best one),\n"
+    "CHECKPOINT: a network file, or a run folder (runs/demo: the net its best.txt names),\n"
     "or champion --run runs/demo: the net that the demo's gate promoted last."
 )
 

@@ -145,11 +145,14 @@ class ResumableMLFlowLogger(MLFlowLogger):
 
     With ``run_id`` set, the first ``log_metrics`` call reads the last step
     the run holds for each metric and from then on drops values at or before
-    it.  Without ``run_id`` it behaves as ``MLFlowLogger``.
+    it.  Without ``run_id`` it behaves as ``MLFlowLogger``.  ``step_offset``
+    is added to every step (a loop's generation ``g`` starts where the
+    training of the generations before it ended).
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, step_offset: int = 0, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.step_offset = step_offset
         self._resuming = kwargs.get("run_id") is not None
         self._logged_until: dict[str, int] | None = None
 
@@ -169,6 +172,8 @@ class ResumableMLFlowLogger(MLFlowLogger):
 
     @rank_zero_only
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
+        if step is not None:
+            step += self.step_offset
         if self._resuming and self._logged_until is None:
             self._logged_until = self.last_logged_steps()
             log.info(

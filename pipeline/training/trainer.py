@@ -128,6 +128,7 @@ def train(
     progress_bar: bool | None = None,
     callbacks: Sequence[pl.Callback] = (),
     tags: Mapping[str, str] | None = None,
+    step_offset: int = 0,
 ) -> TrainResult:
     """Train ``config.net`` on the replay window of ``data_dir``; export it to ``out_dir/net.pt``.
 
@@ -146,6 +147,8 @@ def train(
         callbacks: more Lightning callbacks.
         tags: more MLflow tags of the run (e.g. ``mlflow.parentRunId`` to nest
             it under a pipeline generation).
+        step_offset: added to every MLflow step, so that the training runs of
+            a loop's generations draw one curve over the loop's total steps.
 
     Raises:
         TrainError: ``out_dir`` has a checkpoint and ``resume`` is False.
@@ -172,7 +175,7 @@ def train(
         value_head=config.net.value_head,
         moves_left=config.net.moves_left,
     )
-    logger, uri = _logger(config, paths, resume, tracking_uri)
+    logger, uri = _logger(config, paths, resume, tracking_uri, step_offset)
     show_progress = _show_progress() if progress_bar is None else progress_bar
     trainer = pl.Trainer(
         accelerator=accelerator,
@@ -264,7 +267,7 @@ def _placement(settings: TrainConfig) -> tuple[str, int | str]:
 
 
 def _logger(
-    config: Config, paths: RunPaths, resume: bool, explicit_uri: str | None
+    config: Config, paths: RunPaths, resume: bool, explicit_uri: str | None, step_offset: int = 0
 ) -> tuple[ResumableMLFlowLogger, str]:
     uri, artifact_location = resolve_tracking_uri(paths.out, explicit_uri)
     run_id = None
@@ -288,6 +291,7 @@ def _logger(
         run_id=run_id,
         run_name=paths.out.resolve().name,
         artifact_location=artifact_location,
+        step_offset=step_offset,
     )
     return logger, uri
 
@@ -416,15 +420,9 @@ def _quiet_known_warnings() -> None:
         warnings.filterwarnings("ignore", message=pattern)
 
 
-class _DropTips(logging.Filter):
-    """Drops Lightning's advertising tips."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "Tip:" not in record.getMessage()
-
-
 def quiet_lightning_logging() -> None:
-    """Route Lightning's messages through the root logger only, without its tips.
+    """Route Lightning's messages through the root logger only, without its
+    notices (:func:`pipeline.quiet.quiet_libraries`).
 
     The ``lightning`` package adds its own console handler on import, so with a
     configured root logger every message would be printed twice.
@@ -433,5 +431,6 @@ def quiet_lightning_logging() -> None:
     if logging.getLogger().hasHandlers():
         for handler in list(lightning_logger.handlers):
             lightning_logger.removeHandler(handler)
-    for name in ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero"):
-        logging.getLogger(name).addFilter(_DropTips())
+    from pipeline.quiet import quiet_libraries
+
+    quiet_libraries()

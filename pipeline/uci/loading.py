@@ -67,6 +67,7 @@ def load_player(
     tracking_uri: str | None = None,
     seed: int | None = None,
     precision: str | None = None,
+    threads: int | None = None,
 ) -> LoadedPlayer:
     """Build the evaluator asked for on the command line.
 
@@ -81,6 +82,7 @@ def load_player(
         seed: torch seed of the random weights.
         precision: ``auto``, ``fp32`` or ``bf16`` (default:
             ``selfplay.precision``); the graph follows ``selfplay.compile``.
+        threads: torch intra-op threads for the network (default: torch's own).
 
     Raises:
         NetworkSelectionError: ``uniform`` with a checkpoint, or the champion
@@ -97,6 +99,10 @@ def load_player(
     from models.net_evaluator import NetEvaluator
     from pipeline.checkpoint import load_net
 
+    if threads is not None:
+        if threads < 1:
+            raise NetworkSelectionError(f"threads must be >= 1, got {threads}")
+        torch.set_num_threads(threads)
     target = pick_device(device or config.selfplay.device)
     if checkpoint is None:
         if seed is not None:
@@ -151,7 +157,7 @@ def champion_checkpoint(
     name = f"{model_name} v{version.version}"
     try:
         uri = client.get_model_version_download_uri(model_name, version.version)
-        log.info("downloading %s (alias %s) from %s", uri, CHAMPION, store)
+        log.debug("downloading %s (alias %s) from %s", uri, CHAMPION, store)
         local = mlflow.artifacts.download_artifacts(
             artifact_uri=uri, dst_path=str(folder), tracking_uri=tracking_uri
         )

@@ -24,20 +24,18 @@ def require_positive(option: str, value: float | None) -> None:
 
 
 def check_output_folder(option: str, path: str | os.PathLike[str]) -> None:
-    """``path`` must be a folder or creatable as one (nothing is created):
-    its nearest existing ancestor must be a writable folder."""
+    """``path`` must be a folder or creatable as one: a probe folder is made
+    and removed in its nearest existing ancestor (see
+    :func:`pipeline.atomic.unwritable_reason`), so ``/proc/x`` or a read-only
+    mount is refused before Ray or any engine starts."""
+    from pipeline.atomic import unwritable_reason
+
     target = Path(path)
     if target.exists() and not target.is_dir():
         raise UsageError(f"{option} {os.fspath(path)}: is a file, not a folder")
-    ancestor = target
-    while not ancestor.exists():
-        if ancestor.parent == ancestor:
-            break
-        ancestor = ancestor.parent
-    if ancestor.exists() and not ancestor.is_dir():
-        raise UsageError(f"{option} {os.fspath(path)}: {ancestor} is a file, not a folder")
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise UsageError(f"{option} {os.fspath(path)}: {ancestor} is not writable")
+    reason = unwritable_reason(target)
+    if reason is not None:
+        raise UsageError(f"{option} {os.fspath(path)}: {reason}")
 
 
 def check_input_file(option: str, path: str | os.PathLike[str]) -> None:

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("checkpoint", nargs="?",
-                        help="the network to rate (a zerochess checkpoint, e.g. runs/demo/best.pt)")  # fmt: skip
+                        help="the network to rate: a checkpoint file, or a run folder or its best.txt for the run's best net (e.g. runs/demo)")  # fmt: skip
     parser.add_argument("--compare", nargs="+", metavar="NET",
                         help="two networks A B instead of CHECKPOINT: both rated on the same levels, and A - B "
                              "with its own interval")  # fmt: skip
@@ -84,23 +84,27 @@ def run(args: argparse.Namespace) -> int:
 
 
 def checked_nets(args: argparse.Namespace) -> list[str]:
-    """CHECKPOINT, or the two nets of ``--compare`` (same policy encoding)."""
+    """CHECKPOINT, or the two nets of ``--compare`` (same policy encoding); a
+    run folder or its ``best.txt`` stands for the network it names."""
+    from pipeline.checkpoint import follow_best_pointer
+
     if args.compare is None:
         if args.checkpoint is None:
             raise UsageError("a CHECKPOINT to rate, or --compare A B, is needed")
-        return [args.checkpoint]
+        return [str(follow_best_pointer(args.checkpoint))]
     if args.checkpoint is not None:
         raise UsageError(f"--compare rates its two nets: drop CHECKPOINT {args.checkpoint}")
     if len(args.compare) != 2:
         raise UsageError(f"--compare takes two nets A B, got {len(args.compare)}: {' '.join(args.compare)}")
     from pipeline.checkpoint import load_net
 
-    first, second = (load_net(path, device="cpu") for path in args.compare)
+    nets = [str(follow_best_pointer(path)) for path in args.compare]
+    first, second = (load_net(path, device="cpu") for path in nets)
     encodings = [net.config.policy_encoding for net in (first, second)]
     if encodings[0] != encodings[1]:
         raise UsageError(f"--compare: {args.compare[0]} uses the {encodings[0]} policy encoding, "
                          f"{args.compare[1]} the {encodings[1]} policy encoding: compare nets of one encoding")  # fmt: skip
-    return list(args.compare)
+    return nets
 
 
 def parse_simulations(text: str | None, default: int) -> list[int]:

@@ -24,6 +24,13 @@ if TYPE_CHECKING:  # torch and the search load when the command runs, not for --
 log = logging.getLogger(__name__)
 
 DEFAULT_PARAMS = "params.yaml"
+DEFAULT_THREADS = 1
+"""Torch threads of ``play``'s and ``uci``'s network (UCI ``Threads``) unless
+asked otherwise.  ``bench/play_threads.py`` on 2 cores: 2 threads took 0.84x
+the time of 1 for the first move on a quiet machine, and 4.75x with one other
+busy process, so 1 risks little and loses little."""
+
+
 def add_network_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments that choose the network and its parameters (``uci`` and ``play``)."""
     # GUIs start an engine from any folder, so params.yaml is optional here.
@@ -93,6 +100,7 @@ def load_from_args(args: argparse.Namespace, config: Config) -> LoadedPlayer:
         tracking_uri=champion_store(args.tracking_uri, args.run) if args.checkpoint == CHAMPION else None,
         seed=config.selfplay.seed,
         precision=args.precision,
+        threads=getattr(args, "threads", None) or DEFAULT_THREADS,
     )
 
 
@@ -102,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
 
     config = engine_config(args)
     loaded = load_from_args(args, config)
-    log.info("zerochess uci: network %s", loaded.description)
+    log.debug("zerochess uci: network %s", loaded.description)  # --verbose; stderr stays quiet for GUIs
     player = NetPlayer(loaded.evaluator, config.search, seed=config.selfplay.seed)
     engine = UciEngine(
         player, UciWriter(sys.stdout), set_threads=loaded.set_threads, threads=loaded.threads

@@ -28,11 +28,11 @@ from rich.table import Table
 from rich.text import Text
 
 from pipeline.loop.budget import time_left_text
-from pipeline.status import LOSS_KEYS, StatusBoard
+from pipeline.status import LOSS_KEYS, LoopStatus, StatusBoard
 
 
 @dataclass
-class AsyncStatus:
+class AsyncStatus(LoopStatus):
     """Everything the async screen shows."""
 
     out: str
@@ -42,27 +42,14 @@ class AsyncStatus:
     games: int = 0
     positions: int = 0
     training_positions: int = 0
-    games_per_s: float = 0.0
-    positions_per_s: float = 0.0
     net_version: int = 0
-    step: int = 0
     trainer_state: str = "waiting for the first games"
-    window_positions: int = 0
     window_shards: int = 0
     samples_per_position: float = 0.0
     samples_per_position_target: float = 0.0
-    losses: dict[str, float] = field(default_factory=dict)
     candidates: int = 0
     gates_in_flight: list[str] = field(default_factory=list)
     verdicts: list[str] = field(default_factory=list)
-    best: str = ""
-    mlflow: str = ""
-    stage: str = "starting"
-    recent: list[str] = field(default_factory=list)
-    deadline: float | None = None  # monotonic end of run.hours (None: no time budget)
-    budget_s: float = 0.0
-    started: float = field(default_factory=time.monotonic)
-    stage_started: float = field(default_factory=time.monotonic)
 
 
 def render_async(status: AsyncStatus) -> Panel:

@@ -166,14 +166,21 @@ def parameters_page(params: str | Path = "params.yaml") -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> int:
-    """``python -m pipeline.param_reference OUT``: write the page."""
+def write_page(text: str, default: str, argv: list[str] | None = None) -> int:
+    """Write a generated reference page to ``argv[0]`` (else ``default``):
+    the ``main`` of this module and of ``zerochess.cli_reference``."""
     import sys
 
-    out = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/reference/parameters.md")
+    args = sys.argv[1:] if argv is None else argv
+    out = Path(args[0] if args else default)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(parameters_page(), encoding="utf-8")
+    out.write_text(text, encoding="utf-8")
     return 0
+
+
+def main() -> int:
+    """``python -m pipeline.param_reference OUT``: write the page."""
+    return write_page(parameters_page(), "docs/reference/parameters.md")
 
 
 if __name__ == "__main__":

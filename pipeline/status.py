@@ -29,28 +29,17 @@ from pipeline.loop.budget import time_left_text
 LOSS_KEYS = ("loss/total", "loss/policy", "loss/value", "loss/l2")
 
 
-@dataclass
-class RunStatus:
-    """Everything the status screen shows."""
+@dataclass(kw_only=True)
+class LoopStatus:
+    """What both loops' screens show (:class:`RunStatus` and
+    :class:`pipeline.async_status.AsyncStatus` add their own)."""
 
-    out: str
-    generations: int
-    generation: int = 0
     stage: str = "starting"
-    games_done: int = 0
-    games_target: int = 0
     games_per_s: float = 0.0
     positions_per_s: float = 0.0
     window_positions: int = 0
     step: int = 0
-    max_steps: int = 0
     losses: dict[str, float] = field(default_factory=dict)
-    gate_verdict: str = "-"
-    elo_vs_best: float | None = None
-    ladder_elo: dict[str, float] = field(default_factory=dict)
-    ladder_scores: dict[str, tuple[float, int]] = field(default_factory=dict)
-    learning: str = "-"
-    inference: str = "-"
     best: str = ""
     mlflow: str = ""
     recent: list[str] = field(default_factory=list)
@@ -58,6 +47,24 @@ class RunStatus:
     budget_s: float = 0.0
     started: float = field(default_factory=time.monotonic)
     stage_started: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class RunStatus(LoopStatus):
+    """Everything the status screen of the generation loop shows."""
+
+    out: str
+    generations: int
+    generation: int = 0
+    games_done: int = 0
+    games_target: int = 0
+    max_steps: int = 0
+    gate_verdict: str = "-"
+    elo_vs_best: float | None = None
+    ladder_elo: dict[str, float] = field(default_factory=dict)
+    ladder_scores: dict[str, tuple[float, int]] = field(default_factory=dict)
+    learning: str = "-"
+    inference: str = "-"
 
 
 def _fmt(value: float | None, spec: str) -> str:

@@ -14,7 +14,6 @@ import contextlib
 import io
 import os
 import shlex
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -139,10 +138,9 @@ def _check_values(line: str, argv: list[str], config_keys: set[str], presets: se
 
 def main() -> int:
     """``python -m zerochess.cli_reference OUT``: write the page."""
-    out = Path(sys.argv[1] if len(sys.argv) > 1 else "docs/reference/cli.md")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(cli_page(), encoding="utf-8")
-    return 0
+    from pipeline.param_reference import write_page
+
+    return write_page(cli_page(), "docs/reference/cli.md")
 
 
 if __name__ == "__main__":

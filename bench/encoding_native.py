@@ -2,7 +2,7 @@
 
 Run from the repository root after building the extension:
 ``python bench/encoding_native.py``.  On the positions of seeded random games
-(``tests/native_random_games.py``, seed 0), prints the median over 3 repeats of
+(``tests/helpers/native_random_games.py``, seed 0), prints the median over 3 repeats of
 positions per second for:
 
 (a) ``models.encoding`` line encoding: python-chess ``push``, ``PlaneHistory.push``,
@@ -27,14 +27,12 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-
-from native_random_games import random_games, reference_line_planes
 
 from bench.common import median_rate
 from models import _native
 from models.encoding import PlaneHistory, encode_batch
 from models.policy import AZ4672
+from tests.helpers.native_random_games import random_games, reference_line_planes
 
 REPEATS = 3
 GAMES = 40

@@ -50,14 +50,12 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-
-from search_positions import FREE_QUEEN, MATE_IN_ONE, MATERIAL, MaterialEvaluator  # noqa: E402
 
 from models.driver_settings import GamesSettings  # noqa: E402
 from models.native_drivers import MatchDriver  # noqa: E402
 from models.native_tree import NativeTree, run_native_searches  # noqa: E402
 from models.search_config import SearchConfig  # noqa: E402
+from tests.helpers.search_positions import FREE_QUEEN, MATE_IN_ONE, MATERIAL, MaterialEvaluator  # noqa: E402
 
 
 def config(algorithm: str, sims: int, *, solver: bool = False) -> SearchConfig:

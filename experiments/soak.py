@@ -83,7 +83,7 @@ log = logging.getLogger("soak")
 FAULTS = ("actor", "trainer", "gatekeeper", "truncate")
 FAULT_VICTIMS = {"actor": "pool", "trainer": "trainer", "gatekeeper": "gatekeeper"}
 FIT_TWO_CPUS = ["selfplay.cpus_per_worker=0.5", "run.trainer_cpus=0.5", "gating.cpus_per_worker=0.25"]
-"""The cpu preset's roles on two logical CPUs (as tests/run_helpers.py's FIT_TWO_CPUS)."""
+"""The cpu preset's roles on two logical CPUs (as tests/helpers/runs.py's FIT_TWO_CPUS)."""
 SOAK_SETTINGS = ["run.generations=100000", "selfplay.max_restarts=1000", "run.role_max_restarts=1000",
                  "run.candidate_every_steps=20", "gating.max_games=4"]  # fmt: skip
 """Never ending by itself, never giving up on a role; a candidate every 20

@@ -1,4 +1,4 @@
-"""Fixtures shared by several test modules."""
+"""Fixtures shared by several test modules (the helpers they share are in ``tests/helpers/``)."""
 
 from __future__ import annotations
 
@@ -6,13 +6,20 @@ import importlib.util
 import os
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
-EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
+from tests.helpers import BACKENDS, ROOT
+
+if TYPE_CHECKING:
+    from models.search_config import SearchConfig
+
+BENCH = ROOT / "bench"
+EXPERIMENTS = ROOT / "experiments"
 
 
 @pytest.fixture(scope="module")
@@ -64,3 +71,51 @@ def bench_script() -> Iterator[Callable[[str], ModuleType]]:
             return module
 
         yield load
+
+
+@pytest.fixture()
+def learning(bench_script: Callable[[str], ModuleType]) -> ModuleType:
+    """``experiments/learning.py``, loaded anew for each test (tests patch its functions)."""
+    return bench_script("learning")
+
+
+@pytest.fixture(scope="session")
+def shard_folder(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]:
+    """Makes (once per session for each set of arguments) a folder of shards by
+    real self-play: ``shard_folder(**make_shards_arguments)``, see
+    ``tests.helpers.shards.make_shards``.  The folders are shared: read them,
+    copy one to change it."""
+    from tests.helpers.shards import make_shards
+
+    made: dict[tuple[tuple[str, object], ...], Path] = {}
+
+    def make(**arguments: object) -> Path:
+        key = tuple(sorted(arguments.items()))
+        if key not in made:
+            directory = tmp_path_factory.mktemp("shards")
+            make_shards(directory, **arguments)  # type: ignore[arg-type]
+            made[key] = directory
+        return made[key]
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def data_dir(shard_folder: Callable[..., Path]) -> Path:
+    """Three real self-play shards of three games (up to 14 plies), about
+    half of the positions full searches (training rows); shared: read only."""
+    return shard_folder(shards=3, games=3, max_plies=14, full_search_prob=0.5)
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """Each search backend's name."""
+    return str(request.param)
+
+
+@pytest.fixture()
+def search(backend: str) -> SearchConfig:
+    """``tests.helpers.searches.TINY_SEARCH`` on each backend."""
+    from tests.helpers.searches import TINY_SEARCH
+
+    return replace(TINY_SEARCH, backend=backend)

@@ -9,17 +9,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from models.net import NetConfig
 from models.search_config import SearchConfig
 from pipeline.config import Config, SelfPlayConfig
 from pipeline.shards import list_shards, load_shards
+from tests.helpers.nets import TINY_CONFIG
 
 ray = pytest.importorskip("ray")
 
 pytestmark = pytest.mark.slow
 
 TINY = Config(
-    net=NetConfig(blocks=1, filters=8, value_channels=4, value_hidden=16),
+    net=TINY_CONFIG,
     search=SearchConfig(num_simulations=8, leaves_per_batch=4),
     selfplay=SelfPlayConfig(
         games_per_task=2, max_plies=10, workers=2, cpus_per_worker=1.0, fast_simulations=2, resign_threshold=-1.0

@@ -3,7 +3,6 @@ on positions whose answer is known, with Debian's real Stockfish."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 
 import chess
@@ -13,24 +12,18 @@ from models.evaluation import UniformEvaluator
 from models.policy import get_policy_map
 from models.search_config import SearchConfig
 from pipeline.config import ConfigError, SelfPlayConfig, load_config
-from pipeline.players.stockfish import DEBIAN_PATH
 from pipeline.selfplay import SelfPlayWorker, game_positions
 from pipeline.selfplay.adjudication import Adjudicator, check_adjudication, material_balance
+from tests.helpers.searches import TINY_SEARCH
+from tests.helpers.stockfish import needs_debian_stockfish
 
-needs_stockfish = pytest.mark.skipif(not os.access(DEBIAN_PATH, os.X_OK), reason="Debian's stockfish not installed")
 
-SEARCH = SearchConfig(num_simulations=16, leaves_per_batch=4)
 TWO_PLIES = SelfPlayConfig(resign_threshold=-1.0, full_search_prob=1.0, games_per_task=4, max_plies=2)
 # White is two rooks up; the black king in the centre: no mate, stalemate or
 # loss of both rooks is possible within two plies.
 WHITE_TWO_ROOKS_UP = "8/8/8/3k4/8/8/8/R3K2R w - - 0 1"
 # Equal pawns that cannot meet within two plies.
 EQUAL = "4k3/pppp4/8/8/8/8/PPPP4/4K3 w - - 0 1"
-
-
-@pytest.fixture(params=["native", "python"])
-def search(request: pytest.FixtureRequest) -> SearchConfig:
-    return replace(SEARCH, backend=request.param)
 
 
 @pytest.mark.parametrize(
@@ -68,7 +61,7 @@ def test_no_adjudication_by_default() -> None:
     assert not adjudicator.enabled and adjudicator.adjudicate(chess.Board(WHITE_TWO_ROOKS_UP)) is None
 
 
-@needs_stockfish
+@needs_debian_stockfish
 @pytest.mark.parametrize(
     ("fen", "result"),
     [
@@ -89,21 +82,8 @@ def test_missing_stockfish_is_a_clear_error_before_any_game() -> None:
     with pytest.raises(ConfigError, match="/nowhere/stockfish.*selfplay.stockfish_path"):
         check_adjudication(config)
     with pytest.raises(ConfigError, match="/nowhere/stockfish"):
-        SelfPlayWorker(UniformEvaluator(), SEARCH, config)
+        SelfPlayWorker(UniformEvaluator(), TINY_SEARCH, config)
     check_adjudication(replace(config, adjudicate_stockfish=False))  # not needed: no error
-
-
-@pytest.mark.parametrize(
-    ("override", "message"),
-    [
-        ("selfplay.material_margin=0", "selfplay.material_margin must be >= 1"),
-        ("selfplay.stockfish_adjudication_cp=-5", "selfplay.stockfish_adjudication_cp must be >= 0"),
-        ("selfplay.adjudicate_material=sometimes", "selfplay.adjudicate_material must be true or false"),
-    ],
-)
-def test_bad_adjudication_settings_name_the_key(override: str, message: str) -> None:
-    with pytest.raises(ConfigError, match=message):
-        load_config(None, [override])
 
 
 def test_material_and_stockfish_together_are_rejected() -> None:
@@ -137,7 +117,7 @@ def test_without_adjudication_the_limit_is_a_draw(search: SearchConfig) -> None:
     _rows_agree(records, "1/2-1/2", "max_plies")
 
 
-@needs_stockfish
+@needs_debian_stockfish
 def test_games_at_the_limit_are_adjudicated_by_stockfish(search: SearchConfig) -> None:
     config = replace(TWO_PLIES, adjudicate_stockfish=True)
     worker = SelfPlayWorker(UniformEvaluator(), search, config, [WHITE_TWO_ROOKS_UP])
@@ -148,7 +128,7 @@ def test_games_at_the_limit_are_adjudicated_by_stockfish(search: SearchConfig) -
 def test_only_games_at_the_limit_are_adjudicated() -> None:
     # Black's only move is Kb8, then Rh8 mates: a game that ends before the limit keeps its result.
     config = replace(TWO_PLIES, max_plies=10, adjudicate_material=True)
-    worker = SelfPlayWorker(UniformEvaluator(), replace(SEARCH, num_simulations=200), config,
+    worker = SelfPlayWorker(UniformEvaluator(), replace(TINY_SEARCH, num_simulations=200), config,
                             ["k7/8/1K6/8/8/8/8/7R b - - 0 1"])  # fmt: skip
     record = worker.play(games=1, seed=0)[0]
     assert (record.result, record.termination) == ("1-0", "checkmate")

@@ -10,7 +10,7 @@
 
 The async chaos test (a pool actor, the trainer, the gatekeeper and the
 driver SIGKILLed, a shard truncated) is in ``tests/test_chaos.py``, beside
-the sync one; the helpers they share are in ``tests/run_helpers.py``.
+the sync one; the helpers they share are in ``tests/helpers/runs.py``.
 """
 
 from __future__ import annotations
@@ -28,11 +28,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from run_helpers import FIT_TWO_CPUS, assert_games_once, assert_mlflow, entries, run_command, run_env
 
 from pipeline.config import ConfigError, load_config
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
+from tests.helpers.runs import (
+    FIT_TWO_CPUS,
+    assert_games_once,
+    assert_mlflow,
+    entries,
+    run_command,
+    run_env,
+)
 
 
 # -- fast checks ---------------------------------------------------------------

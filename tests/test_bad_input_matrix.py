@@ -13,19 +13,18 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from bad_nets import write_nets
 
+from tests.helpers import ROOT
+from tests.helpers.bad_nets import write_nets
+from tests.helpers.cli import run_zerochess, set_args
+from tests.helpers.nets import TINY_NET
 from zerochess.cli import COMMANDS, main
 
-ROOT = Path(__file__).resolve().parents[1]
-TINY_NET = ["--set", "net.blocks=1", "--set", "net.filters=8", "--set", "net.value_channels=4",
-            "--set", "net.value_hidden=16"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -154,7 +153,7 @@ def _cases() -> list[Case]:
         Case("unreachable Ray", ("selfplay", *sp, "--ray-address", "127.0.0.1:1"), "127.0.0.1:1"),
     ]  # fmt: skip
     # train: Lightning on shards
-    tr = (*none, *TINY_NET, "--out", "{out}")
+    tr = (*none, *set_args(TINY_NET), "--out", "{out}")
     cases += _checkpoint_cases("train", "--init-checkpoint", *tr, "--data", "{shards}")
     cases += _config_cases("train", *tr, "--data", "{shards}")
     cases += [
@@ -164,7 +163,7 @@ def _cases() -> list[Case]:
         Case("unwritable --out", ("train", *none, "--data", "{shards}", "--out", "{file}/out"), "--out"),
     ]  # fmt: skip
     # pretrain: supervised shards
-    pt = (*none, *TINY_NET, "--out", "{out}")
+    pt = (*none, *set_args(TINY_NET), "--out", "{out}")
     cases += [
         Case("data missing", ("pretrain", *pt, "--data", "{missing}"), "missing"),
         Case("init-checkpoint corrupt bytes", ("pretrain", *pt, "--data", "{pgn_out}", "--init-checkpoint",
@@ -177,14 +176,16 @@ def _cases() -> list[Case]:
     ]  # fmt: skip
     # pgn2shards: PGN files
     pg = (*none, "--no-ray", "--out", "{out}")
+    bad_pgns = {  # the file given to --pgn: the kind of bad input, the text its error names
+        "missing": ("missing file", "missing"), "folder": ("folder without PGN", "no PGN files"),
+        "empty_pgn": ("empty file", "empty.pgn: empty file"), "binary_pgn": ("binary file", "binary.pgn: binary data"),
+        "corrupt_zst": ("corrupt .zst", "corrupt Zstandard data"),
+        "truncated_zst": ("truncated .zst", "truncated Zstandard data"),
+        "corrupt_gz": ("corrupt .gz", "corrupt.pgn.gz"),
+    }  # fmt: skip
+    cases += [Case(kind, ("pgn2shards", *pg, "--pgn", f"{{{name}}}"), needle)
+              for name, (kind, needle) in bad_pgns.items()]
     cases += [
-        Case("missing file", ("pgn2shards", *pg, "--pgn", "{missing}"), "missing"),
-        Case("folder without PGN", ("pgn2shards", *pg, "--pgn", "{folder}"), "no PGN files"),
-        Case("empty file", ("pgn2shards", *pg, "--pgn", "{empty_pgn}"), "empty.pgn: empty file"),
-        Case("binary file", ("pgn2shards", *pg, "--pgn", "{binary_pgn}"), "binary.pgn: binary data"),
-        Case("corrupt .zst", ("pgn2shards", *pg, "--pgn", "{corrupt_zst}"), "corrupt Zstandard data"),
-        Case("truncated .zst", ("pgn2shards", *pg, "--pgn", "{truncated_zst}"), "truncated Zstandard data"),
-        Case("corrupt .gz", ("pgn2shards", *pg, "--pgn", "{corrupt_gz}"), "corrupt.pgn.gz"),
         Case("zero count", ("pgn2shards", *pg, "--pgn", "{good_pgn}", "--workers", "0"), "--workers"),
         Case("--set unknown key", ("pgn2shards", *pg, "--pgn", "{good_pgn}", "--set", "supervised.bogus=1"),
              "--set: unknown key(s) supervised.bogus"),
@@ -380,8 +381,6 @@ def test_bad_input_is_one_line_exit_2(case: Case, bad: dict[str, str], tmp_path:
 
 @pytest.mark.parametrize("case", SUBPROCESS_CASES, ids=[_case_id(c) for c in SUBPROCESS_CASES])
 def test_bad_input_in_a_real_process(case: Case, bad: dict[str, str], tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "MLFLOW_TRACKING_URI")}
     out = tmp_path / "out"
-    result = subprocess.run([sys.executable, "-m", "zerochess", *_argv(case, bad, out)], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)  # fmt: skip
+    result = run_zerochess(*_argv(case, bad, out), timeout=120)
     check_answer(case, result.returncode, result.stdout, result.stderr, out)

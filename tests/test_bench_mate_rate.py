@@ -8,11 +8,11 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from run_helpers import have_stockfish
 
 from models.net import AlphaZeroNet
 from pipeline.checkpoint import save_net
 from pipeline.config import load_config
+from tests.helpers.stockfish import needs_stockfish
 
 STARTS = ("8/8/8/8/8/3k4/8/Q3K3 w - - 0 1", "7k/8/6K1/8/8/8/8/1Q6 w - - 0 1",
           "8/8/8/3k4/8/8/8/R3K3 w - - 0 1")  # fmt: skip
@@ -24,7 +24,7 @@ def bench(bench_script: Callable[[str], ModuleType]) -> ModuleType:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not have_stockfish(), reason="needs Stockfish")
+@needs_stockfish
 @pytest.mark.usefixtures("local_ray")  # the bench joins it and leaves it for the fixture to shut down
 def test_each_setting_gets_a_row_of_mates_by_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                   bench: ModuleType) -> None:  # fmt: skip

@@ -13,10 +13,11 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from models.net import AlphaZeroNet, NetConfig
+from models.net import AlphaZeroNet
 from models.policy import indices
 from pipeline.checkpoint import save_net
 from pipeline.training.tablebases import tablebase_store
+from tests.helpers.nets import TINY_CONFIG
 
 WON = "8/8/8/3k4/8/8/8/Q3K3 w - - 0 1"  # KQK, White to move and win
 FENS = [WON, "8/8/8/3k4/8/8/8/Q3K3 b - - 0 1", "8/8/8/3k4/8/8/8/R3K3 w - - 0 1", "8/8/2k5/8/8/8/8/Q3K3 w - - 0 1",
@@ -61,7 +62,7 @@ def test_the_first_move_and_the_value_are_checked_against_the_tables(bench: Modu
 
 def test_the_bench_reads_the_held_out_positions_of_the_kind(bench: ModuleType, labels: Path, tmp_path: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
-    net = save_net(AlphaZeroNet(NetConfig(blocks=1, filters=8, value_channels=4, value_hidden=16)), tmp_path / "n.pt")
+    net = save_net(AlphaZeroNet(TINY_CONFIG), tmp_path / "n.pt")
     tables = ["--tablebase-dir", str(tmp_path / "tables"), "--threads", "1"]
     threads = torch.get_num_threads()
     try:

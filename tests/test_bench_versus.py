@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.nets import TINY_CONFIG
+
 
 @pytest.fixture()
 def versus(bench_script: Callable[[str], ModuleType]) -> Any:
@@ -102,13 +104,13 @@ def test_bad_options_exit_2_with_one_line(versus: Any, tmp_path: Path, capsys: p
 def test_two_runs_nets_play_their_matches_once(versus: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Real tiny nets on a local Ray: each pair plays its colour-swapped games,
     the record and PGN are written, and a rerun plays nothing again."""
-    from models.net import AlphaZeroNet, NetConfig
+    from models.net import AlphaZeroNet
     from pipeline.checkpoint import save_net
 
     nets = {}
     for name in ("a1", "a2", "b1"):
         nets[name] = tmp_path / f"{name}.pt"
-        save_net(AlphaZeroNet(NetConfig(blocks=1, filters=8, value_channels=4, value_hidden=16)), nets[name])
+        save_net(AlphaZeroNet(TINY_CONFIG), nets[name])
     fake_run(tmp_path / "a", [1, 2], {1: nets["a1"], 2: nets["a2"]})
     fake_run(tmp_path / "b", [1], {1: nets["b1"]})
     out = tmp_path / "out"

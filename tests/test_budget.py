@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import ROOT
+from tests.helpers.cli import child_env, run_zerochess
 from zerochess.cli import main
 from pipeline.config import ConfigError, load_config
 from pipeline.loop.budget import RunClock, clock_text, parse_hours, spent_before, time_left_text
 from pipeline.loop_config import RunConfig
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 class FakeTime:
@@ -100,11 +98,8 @@ def test_a_bad_hours_option_is_one_line_exit_2_and_starts_nothing(value: str, tm
 
 
 def run_with_hours(out: Path, hours: str, *extra: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
-    env.pop("MLFLOW_TRACKING_URI", None)
-    command = [sys.executable, "-m", "zerochess", "run", "--preset", "tiny", "--out", str(out), "--hours", hours,
-               "--set", "run.generations=0", "--set", "gating.ladder=[]", *extra]  # fmt: skip
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)
+    return run_zerochess("run", "--preset", "tiny", "--out", str(out), "--hours", hours, "--set", "run.generations=0",
+                         "--set", "gating.ladder=[]", *extra, env=child_env("disabled"), timeout=900)  # fmt: skip
 
 
 def generation_lines(out: Path) -> list[dict]:
@@ -154,7 +149,7 @@ def test_the_async_loop_ends_at_its_budget_and_goes_on_with_a_larger_one(tmp_pat
     import tempfile
 
     from mlflow.tracking import MlflowClient
-    from run_helpers import FIT_TWO_CPUS, assert_games_once, entries, run_command, run_env
+    from tests.helpers.runs import FIT_TWO_CPUS, assert_games_once, entries, run_command, run_env
 
     out = tmp_path / "run"
     overrides = {**FIT_TWO_CPUS, "run.mode": "async", "run.generations": 1, "run.hours": 1,

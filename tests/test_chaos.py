@@ -9,7 +9,7 @@ a) SIGKILL a ``ray::SelfPlayActor`` worker during self-play: Ray restarts the
    worker logs, where the same actor id is created by a second worker);
 b) SIGKILL the ``stockfish`` engine of the ladder mid-gate: the player restarts
    it and the gate finishes with no aborted game (the engine is a stand-in,
-   ``tests/doomed_engine.py``, that dies at a chosen ``go`` and logs every
+   ``tests/helpers/doomed_engine.py``, that dies at a chosen ``go`` and logs every
    start, so a gate faster than the watcher cannot slip past the fault);
 c) truncate a finished shard: the loop quarantines it and plays its task again
    (same task id) before training, no game is dropped;
@@ -26,7 +26,7 @@ candidates), as the run reaches each point: SIGKILL a pool actor, the trainer
 (after its first state checkpoint) and the gatekeeper (mid-gate), truncate a
 recorded shard, then SIGKILL the driver once the first candidate is gated and
 run it again: the same checks, and the log says each role was lost and
-resumed.  The helpers both share are in ``tests/run_helpers.py``.
+resumed.  The helpers both share are in ``tests/helpers/runs.py``.
 """
 
 from __future__ import annotations
@@ -45,7 +45,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from run_helpers import (
+
+from tests.helpers import ROOT
+from tests.helpers.runs import (
     FIT_TWO_CPUS,
     TAG_ENV,
     assert_games_once,
@@ -58,7 +60,6 @@ from run_helpers import (
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
 SEED = int(os.environ.get("ZEROCHESS_CHAOS_SEED", "7"))
 GENERATIONS = 2
 GAMES = 12
@@ -202,12 +203,12 @@ def _checkpoint_step(train_dir: Path) -> int | None:
 
 
 def _doomed_engine(tmp_path: Path, out: Path, schedule: Schedule) -> tuple[Path, dict[str, str]]:
-    """A launcher of ``tests/doomed_engine.py`` (for ``gating.stockfish_path``)
+    """A launcher of ``tests/helpers/doomed_engine.py`` (for ``gating.stockfish_path``)
     and its settings, for the environment; its log is ``tmp_path/engines.jsonl``."""
     from pipeline.players.stockfish import find_stockfish
 
     launcher = tmp_path / "doomed-stockfish"
-    launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{ROOT / "tests" / "doomed_engine.py"}" "$@"\n')
+    launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{ROOT / "tests" / "helpers" / "doomed_engine.py"}" "$@"\n')
     launcher.chmod(0o755)
     settings = {
         "ZC_DOOMED_ENGINE": find_stockfish(),

@@ -27,24 +27,13 @@ from pipeline.checkpoint import (
     load_weights,
     save_net,
 )
+from tests.helpers.nets import binary_planes, tiny_net
 
 TINY = PRESETS["tiny"]
 EXECUTED: list[str] = []
 
 
 pytestmark = pytest.mark.usefixtures("torch_threads")  # one torch thread (tests/conftest.py)
-
-
-def tiny_net(seed: int = 0, **overrides: Any) -> AlphaZeroNet:
-    """A seeded tiny network in eval mode."""
-    torch.manual_seed(seed)
-    return AlphaZeroNet(dataclasses.replace(TINY, **overrides)).eval()
-
-
-def planes(n: int = 3) -> torch.Tensor:
-    """Deterministic random uint8 input planes."""
-    gen = torch.Generator().manual_seed(7)
-    return torch.randint(0, 2, (n, 119, 8, 8), generator=gen, dtype=torch.uint8)
 
 
 def _record(tag: str) -> str:
@@ -64,45 +53,45 @@ class Payload:
 @pytest.fixture
 def saved(tmp_path: Path) -> Path:
     """A valid tiny checkpoint (with SE) on disk."""
-    return save_net(tiny_net(se_ratio=4), tmp_path / "net.pt")
+    return save_net(tiny_net(config=TINY, se_ratio=4), tmp_path / "net.pt")
 
 
 # ----------------------------------------------------------------- save/load
 
 
 def test_round_trip(tmp_path: Path) -> None:
-    net = tiny_net(se_ratio=4)
+    net = tiny_net(config=TINY, se_ratio=4)
     path = save_net(net, tmp_path / "sub" / "net.pt")
     assert path == tmp_path / "sub" / "net.pt" and path.is_file()
     loaded = load_net(path, device="cpu")
     assert loaded.config == net.config == load_net_config(path)
     assert not loaded.training
     with torch.no_grad():
-        for a, b in zip(net(planes()), loaded(planes()), strict=True):
+        for a, b in zip(net(binary_planes(3, seed=7)), loaded(binary_planes(3, seed=7)), strict=True):
             assert torch.equal(a, b)
 
 
 def test_channels_last_net_round_trips(tmp_path: Path) -> None:
-    net = tiny_net().to(memory_format=torch.channels_last)
+    net = tiny_net(config=TINY).to(memory_format=torch.channels_last)
     loaded = load_net(save_net(net, tmp_path / "cl.pt"))
     with torch.no_grad():
-        torch.testing.assert_close(loaded(planes())[0], net(planes())[0])
+        torch.testing.assert_close(loaded(binary_planes(3, seed=7))[0], net(binary_planes(3, seed=7))[0])
 
 
 def test_no_temp_file_left_and_overwrite(tmp_path: Path) -> None:
     path = tmp_path / "net.pt"
-    save_net(tiny_net(seed=0), path)
-    save_net(tiny_net(seed=1), path)
+    save_net(tiny_net(config=TINY, seed=0), path)
+    save_net(tiny_net(config=TINY, seed=1), path)
     assert sorted(os.listdir(tmp_path)) == ["net.pt"]
     assert (path.stat().st_mode & 0o777) == checkpoint.CHECKPOINT_FILE_MODE
-    expected = tiny_net(seed=1).state_dict()["stem.conv.weight"]
+    expected = tiny_net(config=TINY, seed=1).state_dict()["stem.conv.weight"]
     assert torch.equal(load_net(path).state_dict()["stem.conv.weight"], expected)
 
 
 def test_failed_save_keeps_old_file_and_cleans_up(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = save_net(tiny_net(), tmp_path / "net.pt")
+    path = save_net(tiny_net(config=TINY), tmp_path / "net.pt")
     before = path.read_bytes()
 
     def boom(*args: Any, **kwargs: Any) -> None:
@@ -110,7 +99,7 @@ def test_failed_save_keeps_old_file_and_cleans_up(
 
     monkeypatch.setattr(checkpoint.torch, "save", boom)
     with pytest.raises(OSError, match="disk full"):
-        save_net(tiny_net(seed=3), path)
+        save_net(tiny_net(config=TINY, seed=3), path)
     assert sorted(os.listdir(tmp_path)) == ["net.pt"]
     assert path.read_bytes() == before
 
@@ -160,7 +149,7 @@ def test_wrong_format_names_path(tmp_path: Path, content: object) -> None:
 
 def test_bare_state_dict_is_not_a_checkpoint(tmp_path: Path) -> None:
     path = tmp_path / "bare.pt"
-    torch.save(tiny_net().state_dict(), path)
+    torch.save(tiny_net(config=TINY).state_dict(), path)
     with pytest.raises(CheckpointError, match="bare.pt"):
         load_net(path)
 
@@ -186,7 +175,7 @@ def test_arbitrary_pickle_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 def test_other_architecture_into_configured_net_names_both_shapes(tmp_path: Path) -> None:
-    path = save_net(tiny_net(), tmp_path / "small.pt")
+    path = save_net(tiny_net(config=TINY), tmp_path / "small.pt")
     wide = AlphaZeroNet(dataclasses.replace(TINY, filters=32))
     with pytest.raises(ArchitectureMismatchError) as info:
         load_weights(wide, path)
@@ -196,15 +185,15 @@ def test_other_architecture_into_configured_net_names_both_shapes(tmp_path: Path
 
 
 def test_load_weights_into_matching_net(saved: Path) -> None:
-    target = tiny_net(seed=5, se_ratio=4)
+    target = tiny_net(config=TINY, seed=5, se_ratio=4)
     config = load_weights(target, saved)
     assert config == target.config
     with torch.no_grad():
-        torch.testing.assert_close(target(planes())[1], load_net(saved)(planes())[1])
+        torch.testing.assert_close(target(binary_planes(3, seed=7))[1], load_net(saved)(binary_planes(3, seed=7))[1])
 
 
 def test_inconsistent_checkpoint_names_path_and_parameter(tmp_path: Path) -> None:
-    state = net_state(tiny_net())
+    state = net_state(tiny_net(config=TINY))
     state["config"] = {**state["config"], "filters": 8}
     path = tmp_path / "inconsistent.pt"
     torch.save(state, path)

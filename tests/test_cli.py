@@ -3,27 +3,19 @@
 from __future__ import annotations
 
 import shlex
-import subprocess
-import sys
-from pathlib import Path
 
 import chess.pgn
 import io
 import pytest
 
+from tests.helpers import ROOT
+from tests.helpers.cli import run_zerochess, set_args
+from tests.helpers.nets import TINY_NET
 from zerochess.cli import COMMANDS, FIRST_STEPS, build_parser, main
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "zerochess", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
-    )
 
 
 def test_help_lists_every_subcommand() -> None:
-    result = run_cli("--help")
+    result = run_zerochess("--help")
     assert result.returncode == 0
     for name in COMMANDS:
         assert name in result.stdout
@@ -37,7 +29,7 @@ NEWCOMER_COMMANDS = (
 
 
 def test_help_shows_the_first_commands_on_its_first_screen() -> None:
-    result = run_cli("--help")
+    result = run_zerochess("--help")
     assert result.returncode == 0, result.stderr
     screen = result.stdout.splitlines()[:24]
     assert "  COMMAND" in screen, "the command list starts on the first screen"
@@ -87,9 +79,9 @@ def test_analyse_rejects_an_invalid_fen(capsys) -> None:  # noqa: ANN001
 
 
 def test_demo_prints_legal_games_in_pgn() -> None:
-    result = run_cli(
+    result = run_zerochess(
         "demo", "--params", "none",
-        "--set", "net.blocks=1", "--set", "net.filters=8",
+        *set_args(TINY_NET),
         "--set", "demo.games=2", "--set", "demo.max_plies=6", "--set", "demo.simulations=8",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr

@@ -59,10 +59,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from run_helpers import FIT_TWO_CPUS, assert_games_once, assert_mlflow, entries, stop_all
 
-REPO = Path(__file__).resolve().parents[1]
-INFRA = REPO / "infra"
+from tests.helpers import ROOT
+from tests.helpers.runs import FIT_TWO_CPUS, assert_games_once, assert_mlflow, entries, stop_all
+
+INFRA = ROOT / "infra"
 VENV_BIN = Path(sys.executable).parent
 RAY_CLI = VENV_BIN / "ray"
 
@@ -243,7 +244,7 @@ class Cluster:
         log = self.logs / f"{name}.log"
         with open(log, "w") as handle:
             try:
-                result = subprocess.run([str(RAY_CLI), *args], check=False, cwd=REPO, env=self.env, stdout=handle,
+                result = subprocess.run([str(RAY_CLI), *args], check=False, cwd=ROOT, env=self.env, stdout=handle,
                                         stderr=subprocess.STDOUT, timeout=timeout,
                                         **({"input": stdin.encode()} if stdin else {"stdin": subprocess.DEVNULL}))  # fmt: skip
                 code = result.returncode
@@ -519,7 +520,7 @@ def _tunnel(cluster: Cluster, remote: int, name: str) -> Iterator[int]:
     local = _free_ports(1)[0]
     with open(cluster.logs / f"{name}.log", "w") as log:
         tunnel = subprocess.Popen([str(RAY_CLI), "dashboard", str(cluster.config), "--port", str(local),
-                                   "--remote-port", str(remote)], cwd=REPO, env=cluster.env, stdin=subprocess.DEVNULL,
+                                   "--remote-port", str(remote)], cwd=ROOT, env=cluster.env, stdin=subprocess.DEVNULL,
                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
     try:
         yield local
@@ -568,7 +569,7 @@ def _check_mlflow(cluster: Cluster, store: Path) -> None:
     remote = _free_ports(1)[0]
     command = f"mlflow ui --backend-store-uri sqlite:///{store} --host 127.0.0.1 --port {remote} --workers 1"
     with open(cluster.logs / "mlflow.log", "w") as log:
-        server = subprocess.Popen([str(RAY_CLI), "exec", str(cluster.config), command], cwd=REPO, env=cluster.env,
+        server = subprocess.Popen([str(RAY_CLI), "exec", str(cluster.config), command], cwd=ROOT, env=cluster.env,
                                   stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                   start_new_session=True)  # fmt: skip
     try:

@@ -8,8 +8,7 @@ import pytest
 import yaml
 
 from pipeline.config import Config, ConfigError, flatten, load_config, to_dict
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
 
 
 def test_shipped_params_yaml_is_valid_and_complete() -> None:
@@ -53,6 +52,18 @@ def test_overrides_are_parsed_and_validated() -> None:
         ("search.backend=cuda", "search.backend must be one of.*'cuda'"),
         ("selfplay.search_threads=0", "selfplay.search_threads must be >= 1, got 0"),
         ("search", "expected key=value"),
+        # self-play adjudication
+        ("selfplay.material_margin=0", "selfplay.material_margin must be >= 1"),
+        ("selfplay.stockfish_adjudication_cp=-5", "selfplay.stockfish_adjudication_cp must be >= 0"),
+        ("selfplay.adjudicate_material=sometimes", "selfplay.adjudicate_material must be true or false"),
+        # endgame curricula
+        ("selfplay.curriculum=[{until_generation: 3, kinds: [KQK]}, {until_generation: 2, kinds: [KRK]}]",
+         "must be > 3"),
+        ("selfplay.curriculum=[{kinds: [KQK]}, {until_generation: 2, kinds: [KRK]}]", "only the last stage"),
+        ("selfplay.curriculum=[{kinds: [KXK]}]", "unknown piece letter"),
+        ("selfplay.curriculum=[{kinds: [KQK], full_games: 2}]", "full_games must be in"),
+        ("selfplay.curriculum=[{until_generation: 2}]", "needs kinds or start_positions"),
+        ("selfplay.curriculum=[{kinds: [KQK], level: 2}]", "unknown key.*selfplay.curriculum\\[0\\].level"),
     ],
 )
 def test_bad_values_name_the_key(override: str, message: str) -> None:

@@ -26,11 +26,11 @@ from models.policy import get_policy_map
 from models.search_config import SearchConfig
 from pipeline.config import Config, ConfigError, SelfPlayConfig, from_dict
 from pipeline.selfplay import GameRecord, SelfPlayWorker, game_positions
+from tests.helpers import BACKENDS
+from tests.helpers.searches import TINY_SEARCH
 
-BACKENDS = ["native", "python"]
-SEARCH = SearchConfig(num_simulations=16, leaves_per_batch=4)
 # No noise, no sampling, no cache: both backends search the same trees (tests/test_selfplay.py).
-SAME_SEARCH = replace(SEARCH, dirichlet_epsilon=0.0, temperature_plies=0, cache_size=0)
+SAME_SEARCH = replace(TINY_SEARCH, dirichlet_epsilon=0.0, temperature_plies=0, cache_size=0)
 BASE = SelfPlayConfig(resign_threshold=-1.0, full_search_prob=1.0, games_per_task=3, max_plies=30)
 DRAWS = replace(BASE, draw_adjudication_plies=6, draw_adjudication_window=3, draw_adjudication_q=0.02,
                 draw_adjudication_playthrough=0.0)  # fmt: skip
@@ -39,11 +39,6 @@ STARTS = [
     "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3",
     "rnbqkb1r/pp2pppp/3p1n2/8/3NP3/8/PPP2PPP/RNBQKB1R w KQkq - 1 5",
 ]
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 class QuietHash(HashEvaluator):
@@ -101,7 +96,7 @@ def expected_draw_ply(root_q: Sequence[float], config: SelfPlayConfig) -> int | 
 
 
 def _play(backend: str, config: SelfPlayConfig, evaluator: object, games: int = 2, start: str | None = None,
-          seed: int = 0, search: SearchConfig = SEARCH) -> tuple[SelfPlayWorker, list[GameRecord]]:  # fmt: skip
+          seed: int = 0, search: SearchConfig = TINY_SEARCH) -> tuple[SelfPlayWorker, list[GameRecord]]:  # fmt: skip
     worker = SelfPlayWorker(evaluator, replace(search, backend=backend), config, [start] if start else None)
     return worker, worker.play(games, seed=seed)
 
@@ -202,7 +197,7 @@ def test_invalid_settings_are_rejected_naming_the_key(key: str, value: float) ->
     with pytest.raises(ConfigError, match=f"selfplay.{key}"):
         from_dict(Config, {"selfplay": {key: value}}, source="test")
     with pytest.raises(DriverConfigError, match=key):
-        SelfPlayDriver(SEARCH, *settings_from(games=1, games_in_flight=1, seed=0, **{key: value}))
+        SelfPlayDriver(TINY_SEARCH, *settings_from(games=1, games_in_flight=1, seed=0, **{key: value}))
 
 
 def test_unknown_key_is_rejected() -> None:

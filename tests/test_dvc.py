@@ -26,9 +26,9 @@ from pipeline.dvc_report import (
     write_report,
 )
 from pipeline.native_build import ensure_native, native_module_name
+from tests.helpers import ROOT
 from zerochess.commands.stage import STAGE_READS, declared_params
 
-ROOT = Path(__file__).resolve().parents[1]
 PIPELINE_COMMAND = "python -m pipeline"
 PRESET_FLAGS = "--params params.yaml --preset tiny"
 

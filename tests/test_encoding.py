@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import random
 import re
+from collections.abc import Iterator
 
 import chess
 import numpy as np
@@ -27,6 +27,8 @@ from models.encoding import (
     encode_board,
     encode_snapshots,
 )
+from tests.helpers.boards import random_board
+from tests.helpers.boards import OUR, REP1, REP2, THEIR
 
 PROPERTY_SETTINGS = settings(
     max_examples=60,
@@ -36,11 +38,6 @@ PROPERTY_SETTINGS = settings(
 )
 SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
 PLIES = st.integers(min_value=0, max_value=150)
-
-# Plane offsets inside a history step.
-OUR = {name: i for i, name in enumerate("PNBRQK")}
-THEIR = {name: 6 + i for i, name in enumerate("PNBRQK")}
-REP1, REP2 = 12, 13
 
 
 # ---------------------------------------------------------------------------
@@ -114,33 +111,23 @@ def reference_encode(board: chess.Board) -> np.ndarray:
 # ---------------------------------------------------------------------------
 
 
-def random_game(seed: int, plies: int) -> chess.Board:
-    """Random legal play from the start; often plays a move back to provoke repetitions."""
-    rng = random.Random(seed)
-    board = chess.Board()
-    for _ in range(plies):
-        moves = list(board.legal_moves)
-        if not moves:
-            break
-        board.push(pick_move(rng, board, moves))
-    return board
-
-
-def pick_move(rng: random.Random, board: chess.Board, moves: list[chess.Move]) -> chess.Move:
-    """A random move, or with probability 0.3 the reverse of our previous move."""
-    if len(board.move_stack) >= 2 and rng.random() < 0.3:
-        previous = board.move_stack[-2]
-        back = chess.Move(previous.to_square, previous.from_square)
-        if back in moves:
-            return back
-    return rng.choice(moves)
-
-
 def play(board: chess.Board, *sans: str) -> chess.Board:
     """Pushes SAN moves on the board and returns it."""
     for san in sans:
         board.push_san(san)
     return board
+
+
+def replay(moves: list[chess.Move]) -> Iterator[tuple[int, chess.Board, PlaneHistory]]:
+    """The line of ``moves`` from the start position: (ply, board, plane history)
+    at the start and after each move (one board and one history, moved on)."""
+    board = chess.Board()
+    history = PlaneHistory.from_board(board)
+    yield 0, board, history
+    for ply, move in enumerate(moves, start=1):
+        board.push(move)
+        history.push(board)
+        yield ply, board, history
 
 
 def squares_of(plane: np.ndarray, black_view: bool = False) -> set[str]:
@@ -272,27 +259,22 @@ def test_en_passant_square_without_legal_capture(fen: str) -> None:
 def test_repetition_planes() -> None:
     board = chess.Board()
     history = PlaneHistory.from_board(board)
-    for san in ["Nf3", "Nf6", "Ng1", "Ng8"]:
-        board.push_san(san)
-        history.push(board)
-    assert history.repetitions() == 1
-    planes = encode_board(board)
-    assert_all(planes[REP1], 1)
-    assert_all(planes[REP2], 0)
-    assert planes[step_plane(4, REP1)].sum() == 0  # the original start position
-    np.testing.assert_array_equal(history.encode(board), planes)
-    for san in ["Nf3", "Nf6", "Ng1", "Ng8"]:
-        board.push_san(san)
-        history.push(board)
-    assert history.repetitions() == 2
-    planes = encode_board(board)
-    assert_all(planes[REP1], 1)
-    assert_all(planes[REP2], 1)
-    assert_all(planes[step_plane(4, REP1)], 1)  # first repetition
-    assert_all(planes[step_plane(4, REP2)], 0)
-    assert_all(planes[step_plane(1, REP1)], 1)  # after ...Ng1, seen once before
-    np.testing.assert_array_equal(history.encode(board), planes)
-    np.testing.assert_array_equal(planes, reference_encode(board))
+    # After each out-and-back of the knights: the repetition count, and each plane's value on every square.
+    rounds = [
+        (1, {REP1: 1, REP2: 0, step_plane(4, REP1): 0}),  # step 4: the original start position
+        (2, {REP1: 1, REP2: 1, step_plane(4, REP1): 1, step_plane(4, REP2): 0,  # step 4: the first repetition
+             step_plane(1, REP1): 1}),  # after ...Ng1, seen once before
+    ]  # fmt: skip
+    for repetitions, values in rounds:
+        for san in ["Nf3", "Nf6", "Ng1", "Ng8"]:
+            board.push_san(san)
+            history.push(board)
+        assert history.repetitions() == repetitions
+        planes = encode_board(board)
+        for plane, value in values.items():
+            assert_all(planes[plane], value)
+        np.testing.assert_array_equal(history.encode(board), planes)
+        np.testing.assert_array_equal(planes, reference_encode(board))
 
 
 def test_unclean_castling_rights_and_null_moves() -> None:
@@ -450,13 +432,9 @@ def test_bad_batch_inputs() -> None:
 @PROPERTY_SETTINGS
 @given(seed=SEEDS, plies=PLIES)
 def test_incremental_equals_from_scratch(seed: int, plies: int) -> None:
-    game = random_game(seed, plies)
-    board = chess.Board()
-    history = PlaneHistory.from_board(board)
+    game = random_board(seed, plies, back=0.3)
     last = len(game.move_stack)
-    for ply, move in enumerate(game.move_stack, start=1):
-        board.push(move)
-        history.push(board)
+    for ply, board, history in replay(game.move_stack):
         assert history.repetitions() >= 1 or not board.is_repetition(2)
         if ply % 11 == seed % 11 or ply == last:
             np.testing.assert_array_equal(history.encode(board), encode_board(board))
@@ -467,7 +445,7 @@ def test_incremental_equals_from_scratch(seed: int, plies: int) -> None:
 @PROPERTY_SETTINGS
 @given(seed=SEEDS, plies=PLIES)
 def test_push_pop_restores(seed: int, plies: int) -> None:
-    board = random_game(seed, plies)
+    board = random_board(seed, plies, back=0.3)
     history = PlaneHistory.from_board(board)
     before, reps = history.encode(board), history.repetitions()
     for move in list(board.legal_moves)[:6]:
@@ -489,16 +467,10 @@ def test_push_pop_restores(seed: int, plies: int) -> None:
 @PROPERTY_SETTINGS
 @given(seed=SEEDS, plies=PLIES)
 def test_batch_and_snapshots_equal_single(seed: int, plies: int) -> None:
-    game = random_game(seed, plies)
-    board = chess.Board()
-    history = PlaneHistory.from_board(board)
-    singles = [history.encode(board)]
-    snapshots, metas = [history.snapshot()], [board_meta(board)]
-    items: list[tuple[PlaneHistory | np.ndarray, chess.Board]]
-    items = [(history.snapshot(), chess.Board())]
-    for move in game.move_stack:
-        board.push(move)
-        history.push(board)
+    game = random_board(seed, plies, back=0.3)
+    singles, snapshots, metas = [], [], []
+    items: list[tuple[PlaneHistory | np.ndarray, chess.Board]] = []
+    for _, board, history in replay(game.move_stack):
         singles.append(history.encode(board))
         snapshots.append(history.snapshot())
         metas.append(board_meta(board))
@@ -512,7 +484,7 @@ def test_batch_and_snapshots_equal_single(seed: int, plies: int) -> None:
 @PROPERTY_SETTINGS
 @given(seed=SEEDS, plies=PLIES)
 def test_mirror_symmetry(seed: int, plies: int) -> None:
-    board = random_game(seed, plies).copy(stack=False)
+    board = random_board(seed, plies, back=0.3).copy(stack=False)
     planes, mirrored = encode_board(board), encode_board(board.mirror())
     same = [p for p in range(NUM_PLANES) if p not in (COLOUR_PLANE, MOVE_COUNT_PLANE)]
     np.testing.assert_array_equal(planes[same], mirrored[same])
@@ -522,7 +494,7 @@ def test_mirror_symmetry(seed: int, plies: int) -> None:
 @PROPERTY_SETTINGS
 @given(seed=SEEDS, plies=PLIES)
 def test_reference_equals_fast(seed: int, plies: int) -> None:
-    board = random_game(seed, plies)
+    board = random_board(seed, plies, back=0.3)
     np.testing.assert_array_equal(encode_board(board), reference_encode(board))
 
 

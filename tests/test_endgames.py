@@ -4,7 +4,6 @@ curriculum (pipeline/selfplay/curriculum.py) and the ``endgame`` preset."""
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
@@ -17,6 +16,8 @@ import pytest
 
 from models.evaluation import UniformEvaluator
 from models.search_config import SearchConfig
+from tests.helpers import ROOT
+from tests.helpers.stockfish import needs_debian_stockfish
 from zerochess.cli import main
 from pipeline.config import ConfigError, SelfPlayConfig, load_config
 from pipeline.players.stockfish import DEBIAN_PATH
@@ -30,8 +31,6 @@ from pipeline.selfplay import (
 from pipeline.selfplay.backward import fen_key
 from pipeline.selfplay.endgames import endgame_fens, parse_kind, write_epd
 
-ROOT = Path(__file__).resolve().parents[1]
-needs_stockfish = pytest.mark.skipif(not os.access(DEBIAN_PATH, os.X_OK), reason="Debian's stockfish not installed")
 ALL_KINDS = ["KQK", "KRK", "KBBK", "KBNK", "KPK", "KQKR"]
 LETTERS = {chess.QUEEN: "Q", chess.ROOK: "R", chess.BISHOP: "B", chess.KNIGHT: "N", chess.PAWN: "P"}
 
@@ -93,7 +92,7 @@ def test_impossible_requests_are_errors() -> None:
         endgame_fens("KQK", 10, seed=0, max_attempts=5)
 
 
-@needs_stockfish
+@needs_debian_stockfish
 def test_mate_filter_keeps_stockfish_checked_mates_at_every_distance() -> None:
     fens = endgame_fens("KQK,KRK", 8, seed=5, max_mate=2, strong="random")
     distances = []
@@ -121,7 +120,7 @@ def test_endgames_command_writes_a_start_positions_file(tmp_path: Path, capsys: 
     assert "unknown piece letter" in capsys.readouterr().err
 
 
-@needs_stockfish
+@needs_debian_stockfish
 def test_endgames_command_draws_the_bench_held_out_starts_of_one_kind(
     tmp_path: Path, bench_script: Callable[[str], ModuleType]
 ) -> None:
@@ -180,22 +179,6 @@ def test_a_stage_can_read_a_file_and_defaults_to_the_standard_start(tmp_path: Pa
     stage = CurriculumStage(start_positions=str(epd), full_games=0.5)
     fens = start_fens_for(SelfPlayConfig(curriculum=(stage,)), 1)
     assert sorted(fens) == sorted(["4k3/8/8/8/8/8/8/Q3K3 w - - 0 1", chess.STARTING_FEN])
-
-
-@pytest.mark.parametrize(
-    ("value", "message"),
-    [
-        ("[{until_generation: 3, kinds: [KQK]}, {until_generation: 2, kinds: [KRK]}]", "must be > 3"),
-        ("[{kinds: [KQK]}, {until_generation: 2, kinds: [KRK]}]", "only the last stage"),
-        ("[{kinds: [KXK]}]", "unknown piece letter"),
-        ("[{kinds: [KQK], full_games: 2}]", "full_games must be in"),
-        ("[{until_generation: 2}]", "needs kinds or start_positions"),
-        ("[{kinds: [KQK], level: 2}]", "unknown key.*selfplay.curriculum\\[0\\].level"),
-    ],
-)
-def test_bad_curricula_are_config_errors(value: str, message: str) -> None:
-    with pytest.raises(ConfigError, match=message):
-        load_config(None, [f"selfplay.curriculum={value}"])
 
 
 def test_a_curriculum_from_params_plays_its_starts() -> None:

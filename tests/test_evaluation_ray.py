@@ -4,24 +4,24 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import chess.pgn
 import pytest
 import torch
 
-from models.net import AlphaZeroNet, NetConfig
+from models.net import AlphaZeroNet
 from pipeline.checkpoint import save_net
 from pipeline.evaluation.match import load_openings
 from pipeline.evaluation.tournament import schedule
 from pipeline.players.spec import PlayerContext
 from pipeline.stats import SprtConfig
+from tests.helpers import ROOT
+from tests.helpers.cli import child_env, run_zerochess, set_args
+from tests.helpers.nets import TINY_CONFIG
 
 ray = pytest.importorskip("ray")
-ROOT = Path(__file__).resolve().parents[1]
 BOOK = load_openings(ROOT / "data" / "openings.epd")
 WEAKEST = "stockfish:skill=0:depth=1"
 
@@ -103,19 +103,15 @@ def test_round_robin_gives_ratings(local_ray: None) -> None:
 @pytest.mark.slow
 def test_gate_command_writes_a_decision(tmp_path: Path) -> None:
     torch.manual_seed(0)
-    tiny = NetConfig(blocks=1, filters=8, value_channels=4, value_hidden=16)
+    tiny = TINY_CONFIG
     candidate, best = tmp_path / "candidate.pt", tmp_path / "best.pt"
     save_net(AlphaZeroNet(tiny), candidate)
     save_net(AlphaZeroNet(tiny), best)
     out = tmp_path / "gate"
     settings = ["gating.max_games=4", "gating.simulations=4", "gating.max_plies=30", "gating.ladder_games=2",
                 "gating.ladder=[skill=0:depth=1]", "selfplay.device=cpu"]  # fmt: skip
-    command = [sys.executable, "-m", "zerochess", "gate", "--params", "none", "--candidate", str(candidate),
-               "--best", str(best), "--out", str(out)]  # fmt: skip
-    for item in settings:
-        command += ["--set", item]
-    env = {**os.environ, "RAY_AUTH_MODE": "token"}
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    result = run_zerochess("gate", "--params", "none", "--candidate", str(candidate), "--best", str(best),
+                           "--out", str(out), *set_args(settings), env=child_env("token"), timeout=600)  # fmt: skip
     assert result.returncode in (0, 10), result.stderr[-2000:]
     decision = json.loads((out / "gate.json").read_text())
     assert decision["promote"] == (result.returncode == 0)
@@ -130,7 +126,7 @@ def test_gate_refuses_a_missing_stockfish(tmp_path: Path) -> None:
     from zerochess.cli import main
 
     candidate = tmp_path / "c.pt"
-    save_net(AlphaZeroNet(NetConfig(blocks=1, filters=8, value_channels=4, value_hidden=16)), candidate)
+    save_net(AlphaZeroNet(TINY_CONFIG), candidate)
     code = main(["gate", "--params", "none", "--candidate", str(candidate), "--out", str(tmp_path / "g"),
                  "--set", "gating.stockfish_path=/nowhere/stockfish"])  # fmt: skip
     assert code == 2

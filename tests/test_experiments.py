@@ -3,29 +3,26 @@ fits and page (``frontier.py``), and the forced-mate set (``tactics.py``)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
 import chess
 import pytest
-from run_helpers import have_stockfish
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"experiments_{name}", ROOT / "experiments" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(module)
-    return module
+from tests.helpers.stockfish import needs_stockfish
 
 
-frontier = load("frontier")
-tactics = load("tactics")
+@pytest.fixture(scope="module")
+def frontier(bench_script: Callable[[str], ModuleType]) -> ModuleType:
+    return bench_script("frontier")
+
+
+@pytest.fixture(scope="module")
+def tactics(bench_script: Callable[[str], ModuleType]) -> ModuleType:
+    return bench_script("tactics")
 
 
 def write_ledger(run: Path, minutes: list[float]) -> None:
@@ -37,7 +34,7 @@ def write_ledger(run: Path, minutes: list[float]) -> None:
     (run / "ledger.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
 
 
-def test_each_budget_gets_the_last_generation_finished_by_then(tmp_path: Path) -> None:
+def test_each_budget_gets_the_last_generation_finished_by_then(tmp_path: Path, frontier: ModuleType) -> None:
     write_ledger(tmp_path / "run", [4.0, 9.0, 14.5, 16.0, 29.0, 33.0])
     curve = frontier.ledger_curve(tmp_path / "run")
     assert [row["generation"] for row in curve] == [1, 2, 3, 4, 5, 6]
@@ -48,7 +45,7 @@ def test_each_budget_gets_the_last_generation_finished_by_then(tmp_path: Path) -
         frontier.points(curve, [2.0])
 
 
-def test_the_fit_recovers_elo_per_doubling_and_the_exchange_rate() -> None:
+def test_the_fit_recovers_elo_per_doubling_and_the_exchange_rate(frontier: ModuleType) -> None:
     rows = [(m, s, 300 + 120 * math.log2(m) + 60 * math.log2(s), 75.0) for m in (15, 30, 60, 120) for s in (32, 800)]
     fit = frontier.fit_lines(rows)
     assert fit["per_doubling_time"] == pytest.approx(120.0) and fit["per_doubling_sims"] == pytest.approx(60.0)
@@ -58,7 +55,7 @@ def test_the_fit_recovers_elo_per_doubling_and_the_exchange_rate() -> None:
     assert frontier.fit_lines([(15, 32, 500.0, 75.0)]) is None
 
 
-def test_the_page_is_drawn_from_the_data_alone(tmp_path: Path) -> None:
+def test_the_page_is_drawn_from_the_data_alone(tmp_path: Path, frontier: ModuleType) -> None:
     data = {"command": "zerochess run --preset cpu --hours 2", "cpu": "test CPU", "curve": [], "points": [
         {"budget_min": m, "generation": g, "minutes": m - 0.5,
          "ratings": {"32": {"rating": r, "low": r - 70, "high": r + 70, "games": 120}}}
@@ -78,16 +75,16 @@ def test_the_page_is_drawn_from_the_data_alone(tmp_path: Path) -> None:
     assert "../data/frontier-s0.json" in text and out.with_suffix(".png").stat().st_size > 0
 
 
-def test_a_set_without_its_key_move_is_refused(tmp_path: Path) -> None:
+def test_a_set_without_its_key_move_is_refused(tmp_path: Path, tactics: ModuleType) -> None:
     bad = tmp_path / "set.epd"
     bad.write_text("6k1/5ppp/8/8/8/8/5PPP/3R2K1 w - - dm 1;\n")
     with pytest.raises(SystemExit, match="set.epd:1: needs bm and dm"):
         tactics.read_set(str(bad))
 
 
-@pytest.mark.skipif(not have_stockfish(), reason="no Stockfish binary")
-def test_a_mate_in_two_with_one_key_is_drawn_and_found_by_the_full_width_search(tmp_path: Path,
-                                                                               capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+@needs_stockfish
+def test_a_mate_in_two_with_one_key_is_drawn_and_found_by_the_full_width_search(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], tactics: ModuleType) -> None:  # fmt: skip
     """The key move of a known mate in 2 (Stockfish), then the search with
     uniform priors finds it when its root considers every move (PUCT);
     a back-rank mate in 1 is not a mate in 2's key."""
@@ -121,7 +118,7 @@ def tactics_args(path: Path, data: Path, *overrides: str):  # noqa: ANN201 - the
                               label=None, set=["search.backend=native", *overrides])  # fmt: skip
 
 
-def test_ratings_of_several_rate_processes_meet_in_one_data_file(tmp_path: Path) -> None:
+def test_ratings_of_several_rate_processes_meet_in_one_data_file(tmp_path: Path, frontier: ModuleType) -> None:
     import argparse
 
     write_ledger(tmp_path / "run", [14.0, 29.0])

@@ -14,6 +14,7 @@ from torch import nn
 
 from models.net import AlphaZeroNet, NetConfig
 from pipeline.checkpoint import save_net
+from tests.helpers.nets import random_planes
 from zerochess.cli import main
 from pipeline.export import (
     INPUT_NAME,
@@ -56,15 +57,6 @@ def trained_looking(config: NetConfig, seed: int = 0) -> AlphaZeroNet:
     return net.eval()
 
 
-def random_planes(batch: int, seed: int = 1) -> torch.Tensor:
-    """Raw-valued planes: 0/1 piece planes and counts up to 255 on the count planes."""
-    generator = torch.Generator().manual_seed(seed)
-    planes = torch.randint(0, 2, (batch, 119, 8, 8), generator=generator).to(torch.uint8)
-    planes[:, 113] = torch.randint(0, 256, (batch, 1, 1), generator=generator).to(torch.uint8)
-    planes[:, 118] = torch.randint(0, 101, (batch, 1, 1), generator=generator).to(torch.uint8)
-    return planes
-
-
 def outputs(net: nn.Module, planes: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     with torch.no_grad():
         policy, value = net(planes)
@@ -78,7 +70,7 @@ def outputs(net: nn.Module, planes: torch.Tensor) -> tuple[np.ndarray, np.ndarra
 def test_folded_net_matches_the_original(name: str) -> None:
     net = trained_looking(CONFIGS[name])
     folded = fold_batch_norm(net)
-    planes = random_planes(5)
+    planes = random_planes(5, seed=1)
     want, got = outputs(net, planes), outputs(folded, planes)
     assert got[0].shape == (5, CONFIGS[name].policy_size) and got[1].shape == (5,)
     np.testing.assert_allclose(got[0], want[0], atol=1e-4, rtol=1e-4)
@@ -91,7 +83,7 @@ def test_folding_uses_running_statistics_even_from_a_training_mode_net() -> None
     net = trained_looking(CONFIGS["az4672"]).train()
     folded = fold_batch_norm(net)
     assert not folded.training and net.training
-    planes = random_planes(3)
+    planes = random_planes(3, seed=1)
     want = outputs(net.eval(), planes)[0]
     np.testing.assert_allclose(outputs(folded, planes)[0], want, atol=1e-4, rtol=1e-4)
 

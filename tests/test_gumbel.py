@@ -26,8 +26,9 @@ from models.search_config import SearchConfig, SearchError, select_move
 from models.search_drivers import run_searches
 from models.search_rules import considered_visit
 from models.search_tree import GameTree
-from tests.search_positions import FREE_QUEEN, MaterialEvaluator
-from tests.test_native_search import KIWIPETE, NEAR_MATE, _positions
+from tests.helpers.boards import KIWIPETE
+from tests.helpers.search_positions import FREE_QUEEN, NEAR_MATE, MaterialEvaluator
+from tests.helpers.searches import assert_same_gumbel, backend_positions, gumbel_noise
 
 GUMBEL = SearchConfig(algorithm="gumbel", num_simulations=64, leaves_per_batch=1, cache_size=0)
 
@@ -78,22 +79,6 @@ def test_bad_gumbel_settings_name_the_key(key: str, value: object) -> None:
         SearchConfig(**{key: value})
 
 
-def _noise(board: chess.Board, seed: int) -> dict[chess.Move, float]:
-    moves = list(board.legal_moves)
-    return dict(zip(moves, np.random.default_rng(seed).gumbel(size=len(moves)).tolist()))
-
-
-def _assert_same_gumbel(python_tree: GameTree, native_tree: NativeTree, context: str) -> None:
-    expected, got = python_tree.result(), native_tree.result()
-    visits = {m.uci(): int(v) for m, v in zip(expected.moves, expected.visits)}
-    assert {m.uci(): int(v) for m, v in zip(got.moves, got.visits)} == visits, context
-    assert got.best_move == expected.best_move, context
-    assert got.root_value == pytest.approx(expected.root_value, abs=1e-12), context
-    policy = dict(zip([m.uci() for m in expected.moves], expected.improved_policy))
-    for move, p in zip(got.moves, got.improved_policy):
-        assert p == pytest.approx(policy[move.uci()], rel=1e-9, abs=1e-15), context
-
-
 GUMBEL_CONFIGS = [
     pytest.param(dict(leaves_per_batch=1, cache_size=0), id="lpb1"),
     pytest.param(
@@ -111,18 +96,18 @@ def test_same_visits_as_python_search(overrides: dict) -> None:
     """Same given Gumbel noise: the same visits, halving winner and improved policy."""
     config = dataclasses.replace(GUMBEL, num_simulations=96, **overrides)
     evaluator = HashEvaluator(seed=3)
-    for index, board in enumerate(_positions()):
+    for index, board in enumerate(backend_positions()):
         size = config.cache_size
         python_tree = GameTree(
             board.copy(), config, needs_planes=True, cache=EvalCache(size) if size else None
         )
         native_tree = NativeTree(board.copy(), config, cache=NativeCache(size) if size else None)
-        noise = _noise(board, index)
+        noise = gumbel_noise(board, index)
         python_tree.start(gumbel=noise)
         native_tree.start(gumbel=noise)
         run_searches([python_tree], evaluator)
         run_native_searches([native_tree], evaluator)
-        _assert_same_gumbel(python_tree, native_tree, f"{board.fen()} {overrides}")
+        assert_same_gumbel(python_tree, native_tree, f"{board.fen()} {overrides}")
 
 
 def test_same_visits_with_tree_reuse_and_each_search_runs_the_budget() -> None:
@@ -135,12 +120,12 @@ def test_same_visits_with_tree_reuse_and_each_search_runs_the_budget() -> None:
             if python_tree._is_terminal_root():
                 break
             kept = int(native_tree.result().visits.sum()) if step else 0
-            noise = _noise(python_tree.board, step)
+            noise = gumbel_noise(python_tree.board, step)
             python_tree.start(gumbel=noise)
             native_tree.start(gumbel=noise)
             run_searches([python_tree], evaluator)
             run_native_searches([native_tree], evaluator)
-            _assert_same_gumbel(python_tree, native_tree, f"{python_tree.board.fen()} step {step}")
+            assert_same_gumbel(python_tree, native_tree, f"{python_tree.board.fen()} step {step}")
             assert native_tree.simulations_done == python_tree.simulations_done == 40
             assert int(native_tree.result().visits.sum()) == kept + 40
             move = python_tree.result().best_move
@@ -155,7 +140,7 @@ def test_sequential_halving_spends_exactly_the_budget_on_the_gumbel_top_k(consid
     for sims in (1, 2, 3, 5, 8, 16, 32, 100):
         config = dataclasses.replace(GUMBEL, num_simulations=sims, gumbel_considered=considered)
         tree = NativeTree(board.copy(), config)
-        noise = _noise(board, sims)
+        noise = gumbel_noise(board, sims)
         tree.start(gumbel=noise)
         run_native_searches([tree], evaluator)
         result = tree.result()
@@ -212,7 +197,7 @@ def test_gumbel_noise_is_seeded_and_a_given_noise_must_cover_every_move() -> Non
         run_native_searches([tree], evaluator)
         results.append(tree.result().visits)
     assert np.array_equal(results[0], results[1]) and not np.array_equal(results[0], results[2])
-    partial = dict(list(_noise(chess.Board(), 0).items())[1:])
+    partial = dict(list(gumbel_noise(chess.Board(), 0).items())[1:])
     for tree in (
         GameTree(chess.Board(), GUMBEL, needs_planes=True),
         NativeTree(chess.Board(), GUMBEL),
@@ -287,12 +272,12 @@ def test_uci_lines_lead_with_the_halving_winner() -> None:
     evaluator = HashEvaluator(seed=4)
     config = dataclasses.replace(GUMBEL, num_simulations=24)
     ties = 0
-    for index, board in enumerate(_positions()[:12]):
+    for index, board in enumerate(backend_positions()[:12]):
         for tree, run in (
             (GameTree(board.copy(), config, needs_planes=True), run_searches),
             (NativeTree(board.copy(), config), run_native_searches),
         ):
-            tree.start(gumbel=_noise(board, index))
+            tree.start(gumbel=gumbel_noise(board, index))
             run([tree], evaluator)
             result = tree.result()
             assert root_lines(tree)[0].move == result.best_move

@@ -4,11 +4,9 @@ row keeps its z."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
-from test_training_support import SEARCH
 
 from models.evaluation import UniformEvaluator
 from models.policy import get_policy_map
@@ -19,8 +17,9 @@ from pipeline.training.batches import GroupArrays, stream_columns
 from pipeline.training.config import TrainConfig
 from pipeline.training.data import StreamSpec, decode_batch
 from pipeline.training.known_endings import known_ending_value, rescore_known_endings
+from tests.helpers import ROOT
+from tests.helpers.searches import TINY_SEARCH
 
-ROOT = Path(__file__).resolve().parents[1]
 
 GOLDEN = [
     ("8/8/8/8/8/2k5/8/1QK5 w - - 0 1", 1),  # KQK, the queen's side to move
@@ -60,7 +59,7 @@ def drawn_endgame_rows() -> list:
     """Self-play rows of KRK/KBNK games a uniform search does not win in 16 plies (drawn)."""
     starts = ["8/8/8/3k4/8/8/8/R5K1 w - - 0 1", "8/8/8/3k4/8/8/8/1B2N1K1 w - - 0 1"]
     selfplay = SelfPlayConfig(resign_threshold=-1.0, full_search_prob=1.0, games_per_task=4, max_plies=16)
-    records = SelfPlayWorker(UniformEvaluator(), SEARCH, selfplay, start_fens=starts).play(4, 3, id_prefix="known")
+    records = SelfPlayWorker(UniformEvaluator(), TINY_SEARCH, selfplay, start_fens=starts).play(4, 3, id_prefix="known")
     return [row for record in records for row in game_positions(record, get_policy_map("az4672"), 0)]
 
 

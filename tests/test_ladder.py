@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import chess
 import pytest
-from run_helpers import have_stockfish
 
 from pipeline.evaluation.gating import elo_clamped
 from pipeline.evaluation.match import Opening, play_game
 from pipeline.players.spec import stockfish_settings
 from pipeline.players.stockfish import StockfishPlayer, StockfishSettings
 from pipeline.stats import pentanomial_estimate
+from tests.helpers.stockfish import needs_stockfish
 
 
 @pytest.mark.parametrize(
@@ -40,7 +40,7 @@ def test_zero_and_half_a_point_of_two_read_the_same_elo_but_only_zero_is_clamped
     assert elo_clamped(1.0, 190.8) is True and elo_clamped(None, None) is False
 
 
-@pytest.mark.skipif(not have_stockfish(), reason="no Stockfish binary")
+@needs_stockfish
 def test_a_reproducible_level_plays_the_same_game_whatever_it_played_before() -> None:
     opening = Opening("start", chess.STARTING_FEN)
     settings = StockfishSettings(depth=3)

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
+
 LAYERS = {"models": 0, "pipeline": 1, "actors": 2, "zerochess": 3}
 TOP_LAYER_FILES = {Path("pipeline/__main__.py")}
 MAX_LINES = 600

@@ -7,9 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import chess
@@ -18,11 +16,6 @@ import pytest
 from pipeline.evaluation.match import load_openings
 from pipeline.selfplay import load_start_positions
 from pipeline.selfplay.backward import fen_key
-
-@pytest.fixture()
-def learning(bench_script: Callable[[str], ModuleType]) -> Any:
-    return bench_script("learning")
-
 
 @pytest.fixture()
 def endgame_data(learning: Any) -> Any:

@@ -6,22 +6,20 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
-import sys
-from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
 import pytest
-from run_helpers import have_stockfish
 
 from pipeline.config import ConfigError, load_config
 from pipeline.evaluation.match import GameOutcome, Opening
 from pipeline.evaluation.measure import mate_rate_figures, measure_text, score_figures, wilson_interval
 from pipeline.stats import StatsError
+from tests.helpers import ROOT
+from tests.helpers.cli import child_env, run_zerochess, set_args
+from tests.helpers.nets import TINY_CONFIG
+from tests.helpers.stockfish import needs_stockfish
 
-ROOT = Path(__file__).resolve().parents[1]
 NET = "net:gen0003/net.pt:sims=16"
 SF = "stockfish:depth=10"
 WHITE_TO_MOVE = Opening("w1", "8/8/8/8/8/2k5/8/Q3K3 w - - 0 1")
@@ -164,13 +162,10 @@ def test_a_tiny_run_records_the_measure_in_the_ledger_mlflow_and_the_plot(tmp_pa
     from mlflow.tracking import MlflowClient
 
     out = tmp_path / "run"
-    env = {**os.environ, "RAY_AUTH_MODE": "token"}
-    env.pop("MLFLOW_TRACKING_URI", None)
     overrides = ["run.generations=1", "gating.measure=mate_rate", "gating.measure_openings=data/endgames_eval.epd",
                  "gating.measure_games=2", "gating.measure_max_plies=16", "gating.measure_defence=depth=1"]  # fmt: skip
-    command = [sys.executable, "-m", "zerochess", "run", "--preset", "tiny", "--out", str(out), "--no-live"]
-    command += [arg for item in overrides for arg in ("--set", item)]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    done = run_zerochess("run", "--preset", "tiny", "--out", str(out), "--no-live", *set_args(overrides),
+                         env=child_env("token"), timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     ledger = [json.loads(line) for line in (out / "ledger.jsonl").read_text().splitlines()]
     measures = {entry["generation"]: entry["figures"] for entry in ledger if entry["stage"] == "measure"}
@@ -194,19 +189,18 @@ def test_a_tiny_run_records_the_measure_in_the_ledger_mlflow_and_the_plot(tmp_pa
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not have_stockfish(), reason="no Stockfish binary")
+@needs_stockfish
 def test_the_learning_bench_rates_each_evaluation_point_with_rate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                  bench_script: Callable[[str], ModuleType]) -> None:  # fmt: skip
+                                                                  learning: ModuleType) -> None:  # fmt: skip
     """``--rate`` reaches every phase, and an evaluation point then carries a
     real rating (a tiny net, 2 games at 1 level of a cached chain) in its
     record and its printed line; without it, nothing is rated."""
-    from models.net import AlphaZeroNet, NetConfig
+    from models.net import AlphaZeroNet
     from pipeline.checkpoint import save_net
     from pipeline.evaluation.rating_fit import Level
     from pipeline.evaluation.rating_levels import LevelPlan, default_cache_path, engine_info, write_chain
     from pipeline.players.stockfish import find_stockfish
 
-    learning = bench_script("learning")
     phases: list = []
     monkeypatch.setattr(learning, "init_ray", lambda *args, **kwargs: None)
     monkeypatch.setattr(learning, "run_phase", lambda phase, *args, **kwargs: phases.append(phase) or [])
@@ -221,7 +215,7 @@ def test_the_learning_bench_rates_each_evaluation_point_with_rate(tmp_path: Path
              for i, share in enumerate((1.0, 0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.65, 0.6, 0.55, 0.5, 0.45))]  # fmt: skip
     write_chain(default_cache_path(), engine, plan, plan.elo_spec(engine.elo_min), chain, [])  # nothing to measure
     net = tmp_path / "net.pt"
-    save_net(AlphaZeroNet(NetConfig(blocks=1, filters=8, value_channels=4, value_hidden=16)), net)
+    save_net(AlphaZeroNet(TINY_CONFIG), net)
     scored = {"score": 0.5, "score_low": 0.4, "score_high": 0.6, "wins": 1, "draws": 0, "losses": 1}
     monkeypatch.setattr(learning, "match", lambda *args: scored)  # the matches are not what is tested here
     config = load_config(None, ["gating.simulations=2", "selfplay.device=cpu"])

@@ -5,20 +5,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers.cli import child_env, run_zerochess
 
 
 def run_loop(out: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "RAY_AUTH_MODE": "token"}
-    env.pop("MLFLOW_TRACKING_URI", None)
-    command = [sys.executable, "-m", "zerochess", "run", "--preset", "tiny", "--out", str(out)]
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900, env=env)
+    return run_zerochess("run", "--preset", "tiny", "--out", str(out), env=child_env("token"), timeout=900)
 
 
 @pytest.mark.slow
@@ -57,6 +52,15 @@ def test_tiny_run_two_generations_then_resume_does_nothing(tmp_path: Path) -> No
     assert len(trains) == 2 and all(parents[t] in generations for t in trains)
     champion = MlflowClient(uri).get_model_version_by_alias("zerochess", "champion")
     assert int(champion.version) >= 1
+    # MLflow's chart view: a generation's run at step = its generation, and the
+    # training runs continuing each other's steps, so together they draw curves.
+    client = MlflowClient(uri)
+    for run_id in generations:
+        if names[run_id] != "gen0000":
+            steps = [m.step for m in client.get_metric_history(run_id, "loss/total")]
+            assert steps == [int(names[run_id].removeprefix("gen"))]
+    first, second = sorted(([m.step for m in client.get_metric_history(t, "loss/total")] for t in trains), key=min)
+    assert first and second and max(first) < min(second)
 
 
 @pytest.mark.parametrize("same_architecture", [True, False])

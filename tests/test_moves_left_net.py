@@ -25,8 +25,8 @@ from models.net_evaluator import NetEvaluator
 from models.net_heads import MOVES_LEFT_SCALE
 from models.search_backend import search_position
 from models.search_config import SearchConfig
-from pipeline.checkpoint import load_net, load_weights, save_net
-from pipeline.training.checkpointing import check_checkpoint_net
+from pipeline.checkpoint import load_net, save_net
+from tests.helpers.nets import binary_planes, head_mismatch_messages, tiny_net
 
 pytestmark = pytest.mark.usefixtures("torch_threads")  # one torch thread (tests/conftest.py)
 
@@ -34,22 +34,12 @@ TINY = NetConfig.preset("tiny")
 HEAD = NetConfig.preset("tiny", moves_left=True)
 
 
-def seeded(config: NetConfig, seed: int = 0) -> AlphaZeroNet:
-    torch.manual_seed(seed)
-    return AlphaZeroNet(config).eval()
-
-
-def planes(count: int, seed: int = 0) -> torch.Tensor:
-    generator = torch.Generator().manual_seed(seed)
-    return torch.randint(0, 2, (count, 119, 8, 8), generator=generator, dtype=torch.uint8)
-
-
 # ---------------------------------------------------------------- the head
 
 
 def test_the_head_predicts_non_negative_plies_and_forward_is_unchanged() -> None:
-    net = seeded(HEAD)
-    x = planes(6)
+    net = tiny_net(0, HEAD)
+    x = binary_planes(6)
     with torch.no_grad():
         output = net.forward_heads(x)
         forward = net(x)
@@ -57,12 +47,12 @@ def test_the_head_predicts_non_negative_plies_and_forward_is_unchanged() -> None
     assert bool((output.moves_left >= 0).all())
     assert len(forward) == 2
     assert torch.equal(forward[0], output.policy_logits) and torch.equal(forward[1], output.value)
-    assert seeded(TINY).forward_heads(x).moves_left is None
+    assert tiny_net(0, TINY).forward_heads(x).moves_left is None
 
 
 def test_the_default_has_no_head_and_the_head_adds_only_its_own_parameters() -> None:
     assert NetConfig().moves_left is False
-    plain, head = seeded(TINY).state_dict(), seeded(HEAD).state_dict()
+    plain, head = tiny_net(0, TINY).state_dict(), tiny_net(0, HEAD).state_dict()
     assert set(head) - set(plain) and all(key.startswith("moves_left_head.") for key in set(head) - set(plain))
     assert set(plain) <= set(head)
     with pytest.raises(ValueError, match="NetConfig.moves_left"):
@@ -73,16 +63,17 @@ def test_the_default_has_no_head_and_the_head_adds_only_its_own_parameters() -> 
 
 
 def test_checkpoints_record_the_head(tmp_path: Path) -> None:
-    net = seeded(HEAD)
+    net = tiny_net(0, HEAD)
     assert net_state(net)["config"]["moves_left"] is True
     loaded = load_net(save_net(net, tmp_path / "net.pt"))
     assert loaded.config.moves_left
     with torch.no_grad():
-        assert torch.equal(loaded.forward_heads(planes(3)).moves_left, net.forward_heads(planes(3)).moves_left)
+        x = binary_planes(3)
+        assert torch.equal(loaded.forward_heads(x).moves_left, net.forward_heads(x).moves_left)
 
 
 def test_an_old_checkpoint_without_the_key_loads_without_the_head(tmp_path: Path) -> None:
-    state = net_state(seeded(TINY))
+    state = net_state(tiny_net(0, TINY))
     del state["config"]["moves_left"]
     torch.save(state, tmp_path / "old.pt")
     assert load_net(tmp_path / "old.pt").config.moves_left is False
@@ -90,28 +81,15 @@ def test_an_old_checkpoint_without_the_key_loads_without_the_head(tmp_path: Path
 
 @pytest.mark.parametrize(("stored", "model"), [(True, False), (False, True)])
 def test_loading_the_other_kind_names_moves_left(tmp_path: Path, stored: bool, model: bool) -> None:
-    source = seeded(NetConfig.preset("tiny", moves_left=stored))
+    source = tiny_net(0, NetConfig.preset("tiny", moves_left=stored))
     target = AlphaZeroNet(NetConfig.preset("tiny", moves_left=model))
     expected = rf"moves_left: checkpoint {stored} vs model {model}"
-    with pytest.raises(ArchitectureMismatchError, match=expected) as caught:
-        load_weights_into(target, source.state_dict(), source="x.pt")
-    assert "(1 mismatches)" in str(caught.value) and "moves_left_head." not in str(caught.value)
-    with pytest.raises(ArchitectureMismatchError, match=expected):
-        load_weights(target, save_net(source, tmp_path / "net.pt"))
-    checkpoint = tmp_path / "last.ckpt"
-    torch.save(
-        {
-            "net_config": source.config.to_dict(),
-            "state_dict": {f"net.{k}": v for k, v in source.state_dict().items()},
-        },
-        checkpoint,
-    )
-    with pytest.raises(ArchitectureMismatchError, match=expected):
-        check_checkpoint_net(checkpoint, target.config)
+    direct, _, _ = head_mismatch_messages(source, target, expected, tmp_path)
+    assert "(1 mismatches)" in direct and "moves_left_head." not in direct
 
 
 def test_both_heads_differing_are_named_on_one_line_each() -> None:
-    source = seeded(NetConfig.preset("tiny", moves_left=True, value_head="wdl"))
+    source = tiny_net(0, NetConfig.preset("tiny", moves_left=True, value_head="wdl"))
     with pytest.raises(ArchitectureMismatchError) as caught:
         load_weights_into(AlphaZeroNet(TINY), source.state_dict())
     assert caught.value.mismatches == (
@@ -126,8 +104,8 @@ def test_both_heads_differing_are_named_on_one_line_each() -> None:
 @pytest.mark.parametrize("compile_mode", ["eager", "jit"])
 @pytest.mark.parametrize(("value_head", "moves_left"), [("scalar", True), ("wdl", False), ("wdl", True)])
 def test_the_evaluator_returns_draw_and_plies_left(compile_mode: str, value_head: str, moves_left: bool) -> None:
-    net = seeded(NetConfig.preset("tiny", value_head=value_head, moves_left=moves_left))
-    x = planes(5, seed=2)
+    net = tiny_net(0, NetConfig.preset("tiny", value_head=value_head, moves_left=moves_left))
+    x = binary_planes(5, seed=2)
     with torch.no_grad():
         output = net.forward_heads(x)
     evaluator = NetEvaluator(net, compile=compile_mode, calibration_batch=8)
@@ -144,14 +122,14 @@ def test_the_evaluator_returns_draw_and_plies_left(compile_mode: str, value_head
 
 
 def test_a_scalar_net_without_the_head_gives_the_pair_as_before() -> None:
-    evaluator = NetEvaluator(seeded(TINY), calibration_batch=8)
-    assert len(evaluator.evaluate_batch(planes(2).numpy(), np.zeros(1, np.int64), np.zeros(1, np.int64))) == 2
+    evaluator = NetEvaluator(tiny_net(0, TINY), calibration_batch=8)
+    assert len(evaluator.evaluate_batch(binary_planes(2).numpy(), np.zeros(1, np.int64), np.zeros(1, np.int64))) == 2
 
 
 def test_both_backends_search_a_net_with_the_head_with_the_utility_on() -> None:
     """The evaluator hands the search D and M: the python reference and the
     native core give the same visits and the same root D and M."""
-    evaluator = NetEvaluator(seeded(dataclasses.replace(HEAD, value_head="wdl", blocks=1, filters=8)))
+    evaluator = NetEvaluator(tiny_net(0, dataclasses.replace(HEAD, value_head="wdl", blocks=1, filters=8)))
     board = chess.Board("8/8/8/4k3/8/8/3QK3/8 w - - 0 1")
     results = {}
     for backend in ("python", "native"):
@@ -173,7 +151,7 @@ def test_a_tiny_net_learns_the_plies_left() -> None:
     Huber loss on plies / MOVES_LEFT_SCALE the head is within 10 plies of each."""
     torch.manual_seed(0)
     net = AlphaZeroNet(dataclasses.replace(HEAD, blocks=1, filters=8))
-    x = planes(8, seed=3)
+    x = binary_planes(8, seed=3)
     plies = torch.tensor([0.0, 4.0, 10.0, 20.0, 40.0, 70.0, 100.0, 140.0])
     optimizer = torch.optim.Adam(net.parameters(), lr=3e-3)
     net.train()

@@ -17,8 +17,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
-from test_training_losses import fit_logged
-from test_training_support import make_shards
 
 from models.hash_evaluator import HashEvaluator
 from models.net import AlphaZeroNet, NetConfig
@@ -45,6 +43,8 @@ from pipeline.training.data import ShardDataModule, decode_batch
 from pipeline.training.losses import loss_terms, moves_left_loss
 from pipeline.training.module import AlphaZeroModule
 from pipeline.training.targets import moves_left_targets, wdl_targets
+from tests.helpers.shards import make_shards
+from tests.helpers.training import fit_logged
 
 pytestmark = pytest.mark.usefixtures("torch_threads")  # one torch thread (tests/conftest.py)
 

@@ -10,30 +10,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from test_training_support import make_shards
 
 from pipeline.shards import list_shards
 from pipeline.training.batches import GroupArrays, stream_columns
-from pipeline.training.config import TrainConfig
 from pipeline.training.data import StreamSpec, load_group
 from pipeline.training.moving import MovingStream
 from pipeline.training.window import TrainDataError, build_window
+from tests.helpers import ROOT
+from tests.helpers.shards import STREAM_BATCH, STREAM_CONFIG, make_shards, stream_spec
 
 pytest.importorskip("models._native")
-
-BATCH = 16
-CONFIG = TrainConfig(batch_size=BATCH, window_positions=100_000, shuffle_buffer=100_000, seed=3)
-
-
-def spec_of(directory: Path, batch: int = BATCH, shuffle: int = 100_000) -> StreamSpec:
-    window = build_window(directory, CONFIG, "az4672")
-    return StreamSpec(window.pieces, batch, shuffle, seed=3, consumer=0, policy_encoding="az4672")
 
 
 def row_keys(directory: Path) -> dict[bytes, str]:
     """Each training row's bytes (planes, pi, target) -> its shard, for rows that occur once."""
     owners: dict[bytes, list[str]] = {}
-    spec = spec_of(directory)
+    spec = stream_spec(directory)
     for piece in spec.pieces:
         arrays = GroupArrays.of(load_group((piece,), stream_columns(spec)), spec)
         for key in keys_of(arrays.batch(np.arange(len(arrays.target)))):
@@ -63,7 +55,7 @@ def test_a_move_reads_only_what_landed_and_serves_it_within_the_group(
 ) -> None:
     old, new = folders
     old_keys, new_keys = row_keys(old), row_keys(new)
-    stream = MovingStream(spec_of(old))
+    stream = MovingStream(stream_spec(old))
     served = keys_of(next(stream)) + keys_of(next(stream))
     assert stream.groups == 1 and stream.loading is not None
     loaded = len(old_keys)
@@ -71,15 +63,15 @@ def test_a_move_reads_only_what_landed_and_serves_it_within_the_group(
     for path in list_shards(old):  # as retention may: both groups are in memory, no file is read again
         Path(path).unlink()
     landed = shutil.copy(list_shards(new)[0], old)
-    assert stream.move(build_window(old, CONFIG, "az4672")) > 0
-    while stream.left >= BATCH:
+    assert stream.move(build_window(old, STREAM_CONFIG, "az4672")) > 0
+    while stream.left >= STREAM_BATCH:
         served += keys_of(next(stream))
     assert stream.groups == 1  # no group was loaded again
     assert len(served) == len(set(served))  # a row at most once per group
     assert set(served) <= set(old_keys) | set(new_keys)  # every row decoded as its shard has it
     from_new = [key for key in served if key in new_keys]
-    assert len(from_new) >= len(new_keys) - BATCH  # what landed, served before the group ended
-    assert len(served) >= loaded + len(new_keys) - BATCH
+    assert len(from_new) >= len(new_keys) - STREAM_BATCH  # what landed, served before the group ended
+    assert len(served) >= loaded + len(new_keys) - STREAM_BATCH
     next(stream)  # the next group: chosen (and read) before the move
     assert stream.groups == 2
     while stream.groups == 2:
@@ -90,31 +82,31 @@ def test_a_move_reads_only_what_landed_and_serves_it_within_the_group(
 
 def test_landed_rows_are_spread_over_the_remaining_batches(folders: tuple[Path, Path]) -> None:
     old, new = folders
-    stream = MovingStream(spec_of(old))
+    stream = MovingStream(stream_spec(old))
     next(stream)
     shutil.copy(list_shards(new)[0], old)
-    added = stream.move(build_window(old, CONFIG, "az4672"))
+    added = stream.move(build_window(old, STREAM_CONFIG, "az4672"))
     new_keys = row_keys(new)
     batches = []
-    while stream.left >= BATCH:
+    while stream.left >= STREAM_BATCH:
         batches.append(sum(key in new_keys for key in keys_of(next(stream))))
-    assert sum(batches) >= added - BATCH
+    assert sum(batches) >= added - STREAM_BATCH
     assert sum(count > 0 for count in batches) >= 2  # mixed in, not served as one block
-    assert max(batches) < BATCH
+    assert max(batches) < STREAM_BATCH
 
 
 def test_a_move_without_new_shards_loads_nothing(folders: tuple[Path, Path]) -> None:
     old, _ = folders
-    stream = MovingStream(spec_of(old))
+    stream = MovingStream(stream_spec(old))
     next(stream)
     left = stream.left
-    assert stream.move(build_window(old, CONFIG, "az4672")) == 0
+    assert stream.move(build_window(old, STREAM_CONFIG, "az4672")) == 0
     assert stream.left == left
 
 
 def test_groups_follow_the_shuffle_buffer(folders: tuple[Path, Path]) -> None:
     old, _ = folders
-    spec = spec_of(old, batch=8, shuffle=8)  # a group: pieces until 8 positions (one shard here)
+    spec = stream_spec(old, batch=8, shuffle=8)  # a group: pieces until 8 positions (one shard here)
     stream = MovingStream(spec)
     first = keys_of(next(stream))
     assert len(first) == 8
@@ -123,7 +115,7 @@ def test_groups_follow_the_shuffle_buffer(folders: tuple[Path, Path]) -> None:
 
 def test_a_window_smaller_than_a_batch_is_refused(folders: tuple[Path, Path]) -> None:
     old, _ = folders
-    spec = spec_of(old, batch=100_000)
+    spec = stream_spec(old, batch=100_000)
     with pytest.raises(TrainDataError, match="batch_size 100000"):
         next(MovingStream(spec))
 
@@ -132,7 +124,7 @@ def test_only_the_fast_decoder_is_taken(folders: tuple[Path, Path]) -> None:
     from dataclasses import replace
 
     with pytest.raises(ValueError, match="fast decoder"):
-        MovingStream(replace(spec_of(folders[0]), decoder="reference"))
+        MovingStream(replace(stream_spec(folders[0]), decoder="reference"))
 
 
 def test_the_continuous_trainer_moves_its_stream_without_reloading(
@@ -146,8 +138,8 @@ def test_the_continuous_trainer_moves_its_stream_without_reloading(
     from pipeline.training import continuous
 
     old, new = folders
-    config = config_module.load_config(Path(__file__).parents[1] / "params.yaml", preset="tiny", overrides=[
-        "run.mode=async", f"train.batch_size={BATCH}", "train.shuffle_buffer=100000",
+    config = config_module.load_config(ROOT / "params.yaml", preset="tiny", overrides=[
+        "run.mode=async", f"train.batch_size={STREAM_BATCH}", "train.shuffle_buffer=100000",
         "train.window_positions=100000", "train.checkpoint_every=1000"])  # fmt: skip
     init = save_net(AlphaZeroNet(config.net), tmp_path / "init.pt")
     trainer = continuous.ContinuousTrainer(config, str(old), tmp_path / "trainer", str(init))
@@ -173,13 +165,13 @@ def test_the_continuous_trainer_moves_its_stream_without_reloading(
 
 def test_a_restored_stream_takes_the_same_batches(folders: tuple[Path, Path]) -> None:
     old, new = folders
-    spec = spec_of(old, shuffle=60)  # groups of about two shards: several groups in the run
+    spec = stream_spec(old, shuffle=60)  # groups of about two shards: several groups in the run
     straight, stopped = MovingStream(spec), MovingStream(spec)
     for stream in (straight, stopped):
         for _ in range(5):
             next(stream)
     shutil.copy(list_shards(new)[0], old)
-    moved = build_window(old, CONFIG, "az4672")
+    moved = build_window(old, STREAM_CONFIG, "az4672")
     for stream in (straight, stopped):
         stream.move(moved)
         next(stream)
@@ -203,7 +195,7 @@ def replace_seed(spec: StreamSpec, window: object) -> StreamSpec:
 @pytest.mark.parametrize("preload", [True, False])
 def test_preloading_the_next_group_changes_no_batch(folders: tuple[Path, Path], preload: bool) -> None:
     old, _ = folders
-    spec = spec_of(old, shuffle=40)  # groups of one or two shards: a group starts every few batches
+    spec = stream_spec(old, shuffle=40)  # groups of one or two shards: a group starts every few batches
     reference, stream = MovingStream(spec, preload=False), MovingStream(spec, preload=preload)
     for _ in range(15):
         assert all(torch.equal(a, b) for a, b in zip(next(reference), next(stream), strict=True))
@@ -212,7 +204,7 @@ def test_preloading_the_next_group_changes_no_batch(folders: tuple[Path, Path], 
 
 def test_a_next_group_that_cannot_load_fails_when_it_is_needed(folders: tuple[Path, Path]) -> None:
     old, _ = folders
-    stream = MovingStream(spec_of(old, shuffle=40))
+    stream = MovingStream(stream_spec(old, shuffle=40))
     next(stream)
     assert stream.loading is not None
     stream.loading.thread.join()
@@ -232,12 +224,12 @@ def test_a_next_group_that_cannot_load_fails_when_it_is_needed(folders: tuple[Pa
 def test_moved_rows_are_held_to_one_shuffle_buffer(folders: tuple[Path, Path], tmp_path: Path) -> None:
     old, new = folders
     make_shards(new, shards=3, games=3, max_plies=14, seed=5, generation=2)  # 4 shards land at once
-    spec = spec_of(old, shuffle=50)
+    spec = stream_spec(old, shuffle=50)
     stream = MovingStream(spec)
     next(stream)
     for path in list_shards(new):
         shutil.copy(path, old)
-    window = build_window(old, CONFIG, "az4672")
+    window = build_window(old, STREAM_CONFIG, "az4672")
     added = stream.move(window)
     newest = [piece for piece in window.pieces if piece.path not in {p.path for p in spec.pieces}]
     assert len(newest) == 4 and 0 < added < sum(piece.rows for piece in newest)  # not all of it

@@ -18,10 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from models import _native
-from tests.native_random_games import random_games
+from tests.helpers.boards import KIWIPETE
+from tests.helpers.native_random_games import random_games
 
 STARTING_FEN = chess.STARTING_FEN
-KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
 
 # (FEN, depth, leaf count): the Chess Programming Wiki's perft positions 1-6
 # (and position 4 mirrored) plus classic special-rule positions.
@@ -243,23 +243,21 @@ def test_key_ignores_unusable_en_passant_and_move_counters() -> None:
     assert _native.Board(pinned).fen() == pinned.replace("d3", "-")
 
 
+TERMINAL_REASONS = {  # reason: (FEN, earlier occurrences of the position), ...; "": the game goes on
+    "checkmate": [("7k/6Q1/6K1/8/8/8/8/8 b - - 0 1", 0), ("7k/6Q1/6K1/8/8/8/8/8 b - - 120 1", 2)],
+    "stalemate": [("7k/8/6QK/8/8/8/8/8 b - - 0 1", 0), ("7k/8/6QK/8/8/8/8/8 b - - 0 1", 3)],
+    "fifty_moves": [("4k3/8/8/8/8/8/8/R3K3 w - - 100 80", 0)],
+    "threefold_repetition": [("4k3/8/8/8/8/8/8/R3K3 w - - 100 80", 2)],
+    "insufficient_material": [("4k3/8/8/8/8/8/8/4KB2 w - - 0 1", 0), ("4k3/8/8/8/8/8/8/4KN2 w - - 0 1", 1),
+                              ("2b1k3/8/8/8/8/8/8/4KB2 w - - 0 1", 0)],
+    "": [("4k3/8/8/8/8/8/8/R3K3 w - - 99 80", 0), ("4k3/8/8/8/8/8/8/R3K3 w - - 0 80", 1),
+         ("4k3/8/8/8/8/8/8/3NKN2 w - - 0 1", 0), ("3bk3/8/8/8/8/8/8/4KB2 w - - 0 1", 0)],
+}  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("fen", "repetitions", "reason"),
-    [
-        ("7k/6Q1/6K1/8/8/8/8/8 b - - 0 1", 0, "checkmate"),
-        ("7k/6Q1/6K1/8/8/8/8/8 b - - 120 1", 2, "checkmate"),
-        ("7k/8/6QK/8/8/8/8/8 b - - 0 1", 0, "stalemate"),
-        ("7k/8/6QK/8/8/8/8/8 b - - 0 1", 3, "stalemate"),
-        ("4k3/8/8/8/8/8/8/R3K3 w - - 99 80", 0, ""),
-        ("4k3/8/8/8/8/8/8/R3K3 w - - 100 80", 0, "fifty_moves"),
-        ("4k3/8/8/8/8/8/8/R3K3 w - - 100 80", 2, "threefold_repetition"),
-        ("4k3/8/8/8/8/8/8/R3K3 w - - 0 80", 1, ""),
-        ("4k3/8/8/8/8/8/8/4KB2 w - - 0 1", 0, "insufficient_material"),
-        ("4k3/8/8/8/8/8/8/4KN2 w - - 0 1", 1, "insufficient_material"),
-        ("4k3/8/8/8/8/8/8/3NKN2 w - - 0 1", 0, ""),
-        ("2b1k3/8/8/8/8/8/8/4KB2 w - - 0 1", 0, "insufficient_material"),
-        ("3bk3/8/8/8/8/8/8/4KB2 w - - 0 1", 0, ""),
-    ],
+    [(fen, repetitions, reason) for reason, cases in TERMINAL_REASONS.items() for fen, repetitions in cases],
 )
 def test_terminal_reason(fen: str, repetitions: int, reason: str) -> None:
     assert _native.terminal_reason(fen, repetitions) == reason

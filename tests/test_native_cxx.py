@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers import ROOT
+
 
 pytestmark = pytest.mark.slow  # compiles the core (about a minute on one core)
 

@@ -3,7 +3,7 @@
 The Python modules ``models.encoding`` and ``models.policy`` are the
 reference: the native planes must be byte-identical and the native policy
 indices identical, on hand positions (with a few facts checked by hand) and
-on every position of seeded random games (``tests/native_random_games.py``).
+on every position of seeded random games (``tests/helpers/native_random_games.py``).
 """
 
 from __future__ import annotations
@@ -23,15 +23,11 @@ from models.encoding import (
     encode_board,
 )
 from models.policy import AZ4672, LC0_1858, PolicyMap
-from tests.native_random_games import random_games, reference_line_planes
+from tests.helpers.boards import OUR, REP1, REP2, THEIR
+from tests.helpers.native_random_games import random_games, reference_line_planes
 
 START = chess.STARTING_FEN
 ENCODINGS = {"az4672": AZ4672, "lc0_1858": LC0_1858}
-
-# Plane offsets inside a history step (step 0 = planes 0..13).
-OUR = {name: i for i, name in enumerate("PNBRQK")}
-THEIR = {name: 6 + i for i, name in enumerate("PNBRQK")}
-REP1, REP2 = 12, 13
 
 
 def python_board(fen: str, moves: Sequence[str]) -> chess.Board:

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from models import _native
-from tests.native_random_games import random_games
+from tests.helpers.native_random_games import random_games
 
 
 def assert_same_checks(board: chess.Board) -> int:
@@ -46,7 +46,7 @@ def test_matches_python_chess_along_random_playouts(choices: list[int]) -> None:
 
 
 def test_matches_python_chess_in_biased_random_games() -> None:
-    """The biased games of tests/native_random_games.py reach promotions,
+    """The biased games of tests/helpers/native_random_games.py reach promotions,
     castling and en passant often; every position of 60 of them is compared."""
     positions = checks = 0
     for moves in random_games(60, seed=11):

@@ -9,8 +9,6 @@ evaluator output.
 
 from __future__ import annotations
 
-import functools
-
 import chess
 import numpy as np
 import pytest
@@ -21,84 +19,10 @@ from models.hash_evaluator import HashEvaluator, softmax
 from models.native_tree import NativeCache, NativeTree, run_native_searches
 from models.search_config import SearchConfig, SearchError
 from models.search_drivers import run_searches
-from models.search_tree import GameTree
 from pipeline.uci.analysis import root_lines
-from tests.native_random_games import random_games
-
-KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
-NEAR_MATE = [
-    "6k1/5ppp/8/8/8/8/5PPP/3R2K1 w - - 0 1",  # back-rank mate in one
-    "r1bqkb1r/pppp1ppp/2n2n2/4p2Q/2B1P3/8/PPPP1PPP/RNB1K1NR w KQkq - 4 4",  # Qxf7#
-    "7k/5Q2/6K1/8/8/8/8/8 w - - 0 1",  # mates and stalemates around
-    "k7/8/1K6/8/8/8/8/7R w - - 0 1",  # rook mate in one
-]
-EP_FEN = "rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3"
-MATED_IN_ONE = "7k/8/6K1/8/8/8/8/R7 b - - 0 1"  # h8g8 is forced, then a1a8 mates
-
-
-def _board_from_moves(moves: list[str], fen: str = chess.STARTING_FEN) -> chess.Board:
-    board = chess.Board(fen)
-    for uci in moves:
-        board.push_uci(uci)
-    return board
-
-
-def _repetition_board() -> chess.Board:
-    """The start position after the knights went out and back once (one repetition)."""
-    return _board_from_moves(["g1f3", "g8f6", "f3g1", "f6g8", "b1c3"])
-
-
-def _repetition_board_twice() -> chess.Board:
-    """A line where the root position occurred before and the tree can reach a threefold."""
-    return _board_from_moves(["g1f3", "g8f6", "f3g1", "f6g8", "g1f3", "g8f6", "f3g1"])
-
-
-@functools.cache
-def _positions() -> tuple[chess.Board, ...]:
-    """At least 30 positions, most with a move stack (history planes, repetitions)."""
-    boards = [chess.Board(), chess.Board(KIWIPETE), chess.Board(EP_FEN)]
-    boards += [_repetition_board(), _repetition_board_twice()]
-    boards += [chess.Board(fen) for fen in NEAR_MATE]
-    for moves in random_games(40, seed=7, max_plies=120):
-        for cut in (len(moves) // 3, (2 * len(moves)) // 3):
-            board = _board_from_moves(moves[:cut])
-            if board.outcome(claim_draw=True) is None and any(board.legal_moves):
-                boards.append(board)
-        if len(boards) >= 34:
-            break
-    return tuple(boards)
-
-
-def _python_tree(board: chess.Board, config: SearchConfig, cache: EvalCache | None) -> GameTree:
-    return GameTree(board.copy(), config, needs_planes=True, cache=cache)
-
-
-def _visits(result) -> dict[str, int]:  # noqa: ANN001 - SearchResult of either backend
-    return {move.uci(): int(visits) for move, visits in zip(result.moves, result.visits)}
-
-
-def _steered(plain, steered) -> bool:  # noqa: ANN001 - SearchResults
-    """The utility changed the root's visits, or (Gumbel, whose halving fixes
-    most root visits) its improved policy."""
-    if _visits(plain) != _visits(steered):
-        return True
-    if plain.improved_policy is None:
-        return False
-    return bool(np.abs(plain.improved_policy - steered.improved_policy).max() > 1e-9)
-
-
-def _assert_same(python_tree: GameTree, native_tree: NativeTree, context: str) -> None:
-    expected, got = python_tree.result(), native_tree.result()
-    assert _visits(got) == _visits(expected), context
-    assert got.root_value == pytest.approx(expected.root_value, abs=1e-12), context
-    assert got.root_draw == pytest.approx(expected.root_draw, abs=1e-12), context
-    assert got.root_moves_left == pytest.approx(expected.root_moves_left, abs=1e-9), context
-    assert got.best_move == expected.best_move, context
-    priors = dict(zip([m.uci() for m in expected.moves], expected.priors))
-    for move, prior in zip(got.moves, got.priors):
-        assert prior == pytest.approx(priors[move.uci()], rel=1e-12, abs=1e-15), context
-    assert native_tree.collisions == python_tree.collisions, context
-
+from tests.helpers.boards import EP_FEN, KIWIPETE, board_from_moves, repetition_board
+from tests.helpers.search_positions import MATED_IN_ONE, NEAR_MATE
+from tests.helpers.searches import assert_same, backend_positions, python_tree_of, steered, tree_pair
 
 CONFIGS = [
     pytest.param(
@@ -126,20 +50,12 @@ CONFIGS = [
 ]
 
 
-def _tree_pair(board: chess.Board, config: SearchConfig) -> tuple[GameTree, NativeTree]:
-    """A python and a native tree on ``board``, each with its own cache when enabled."""
-    size = config.cache_size
-    python_tree = _python_tree(board, config, EvalCache(size) if size else None)
-    native_tree = NativeTree(board.copy(), config, cache=NativeCache(size) if size else None)
-    return python_tree, native_tree
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("overrides", CONFIGS)
 def test_same_visits_as_python_search(overrides: dict) -> None:
     config = SearchConfig(num_simulations=96, **overrides)
     evaluator = HashEvaluator(seed=3)
-    positions = _positions()
+    positions = backend_positions()
     assert len(positions) >= 30
     for board in positions:
         _search_both(board, config, evaluator, f"{board.fen()} {overrides}")
@@ -147,12 +63,12 @@ def test_same_visits_as_python_search(overrides: dict) -> None:
 
 def _search_both(board: chess.Board, config: SearchConfig, evaluator: HashEvaluator, context: str) -> tuple:
     """Both backends' trees of ``board`` after one search each, checked visit for visit."""
-    python_tree, native_tree = _tree_pair(board, config)
+    python_tree, native_tree = tree_pair(board, config)
     python_tree.start()
     native_tree.start()
     run_searches([python_tree], evaluator)
     run_native_searches([native_tree], evaluator)
-    _assert_same(python_tree, native_tree, context)
+    assert_same(python_tree, native_tree, context)
     return python_tree, native_tree
 
 
@@ -170,13 +86,13 @@ def test_same_visits_with_aux_and_the_moves_left_utility(overrides: dict) -> Non
     config = SearchConfig(num_simulations=96, **MOVES_LEFT, **overrides)
     evaluator = HashEvaluator(seed=3, aux=True)
     changed = 0
-    positions = _positions()[:10]
+    positions = backend_positions()[:10]
     for board in positions:
         python_tree, _ = _search_both(board, config, evaluator, f"{board.fen()} {overrides}")
-        plain = _python_tree(board, SearchConfig(num_simulations=96, **overrides), None)
+        plain = python_tree_of(board, SearchConfig(num_simulations=96, **overrides), None)
         plain.start()
         run_searches([plain], evaluator)
-        changed += _steered(plain.result(), python_tree.result())
+        changed += steered(plain.result(), python_tree.result())
     assert changed >= len(positions) // 2
 
 
@@ -185,8 +101,8 @@ def test_same_visits_with_tree_reuse(overrides: dict) -> None:
     """Advance both trees through their best moves; reused visits count towards the budget."""
     config = SearchConfig(num_simulations=120, **MOVES_LEFT, **overrides)
     evaluator = HashEvaluator(seed=5, aux=True)
-    for board in (chess.Board(), _repetition_board(), chess.Board(NEAR_MATE[1])):
-        python_tree, native_tree = _tree_pair(board, config)
+    for board in (chess.Board(), repetition_board(), chess.Board(NEAR_MATE[1])):
+        python_tree, native_tree = tree_pair(board, config)
         for step in range(4):
             if python_tree._is_terminal_root():  # noqa: SLF001
                 break
@@ -194,7 +110,7 @@ def test_same_visits_with_tree_reuse(overrides: dict) -> None:
             native_tree.start()
             run_searches([python_tree], evaluator)
             run_native_searches([native_tree], evaluator)
-            _assert_same(python_tree, native_tree, f"{python_tree.board.fen()} step {step}")
+            assert_same(python_tree, native_tree, f"{python_tree.board.fen()} step {step}")
             move = python_tree.result().best_move
             python_tree.advance(move)
             native_tree.advance(move)
@@ -217,13 +133,13 @@ def test_same_visits_scoring_the_alternatives_of_a_proven_root(overrides: dict) 
     config = SearchConfig(num_simulations=96, **overrides)
     evaluator = HashEvaluator(seed=3)
     for board in [chess.Board(fen) for fen in NEAR_MATE[:2]] + [chess.Board(MATED_IN_ONE)]:
-        trees = _tree_pair(board, config)
+        trees = tree_pair(board, config)
         for tree in trees:
             tree.score_alternatives = True
             tree.start()
         run_searches([trees[0]], evaluator)
         run_native_searches([trees[1]], evaluator)
-        _assert_same(*trees, f"{board.fen()} {overrides}")
+        assert_same(*trees, f"{board.fen()} {overrides}")
         result = trees[0].result()
         proven = ~np.isnan(result.proof)
         assert trees[0].root.proof is not None and proven.any()
@@ -235,9 +151,9 @@ def test_same_visits_scoring_the_alternatives_of_a_proven_root(overrides: dict) 
 def test_many_trees_share_one_cache_and_batch() -> None:
     """Trees stepped together with one shared cache: the same as run_searches."""
     config = SearchConfig(num_simulations=64, leaves_per_batch=4, cache_size=5_000)
-    boards = [chess.Board(), chess.Board(KIWIPETE), _repetition_board(), chess.Board(EP_FEN)]
+    boards = [chess.Board(), chess.Board(KIWIPETE), repetition_board(), chess.Board(EP_FEN)]
     python_cache, native_cache = EvalCache(config.cache_size), NativeCache(config.cache_size)
-    python_trees = [_python_tree(board, config, python_cache) for board in boards]
+    python_trees = [python_tree_of(board, config, python_cache) for board in boards]
     native_trees = [NativeTree(board.copy(), config, cache=native_cache) for board in boards]
     for tree in (*python_trees, *native_trees):
         tree.start()
@@ -246,13 +162,13 @@ def test_many_trees_share_one_cache_and_batch() -> None:
     assert native_calls == python_calls
     assert len(native_cache) == len(python_cache)
     for python_tree, native_tree in zip(python_trees, native_trees):
-        _assert_same(python_tree, native_tree, python_tree.board.fen())
+        assert_same(python_tree, native_tree, python_tree.board.fen())
 
 
 def test_analysis_reads_native_trees_like_python_trees() -> None:
     config = SearchConfig(num_simulations=300, leaves_per_batch=4, cache_size=0)
     board = chess.Board(NEAR_MATE[3])
-    python_tree, native_tree = _python_tree(board, config, None), NativeTree(board.copy(), config)
+    python_tree, native_tree = python_tree_of(board, config, None), NativeTree(board.copy(), config)
     for tree, run in ((python_tree, run_searches), (native_tree, run_native_searches)):
         tree.start()
         run([tree], HashEvaluator())
@@ -326,7 +242,7 @@ def test_noise_on_a_reused_root_once() -> None:
         chess.Board("k7/1Q6/1K6/8/8/8/8/8 b - - 0 1"),  # checkmate
         chess.Board("8/8/8/4k3/8/8/4K3/8 w - - 0 1"),  # insufficient material
         chess.Board("4k3/8/8/8/8/8/8/4K2R w K - 100 80"),  # fifty moves
-        _board_from_moves(["g1f3", "g8f6", "f3g1", "f6g8"] * 2),  # threefold
+        board_from_moves(["g1f3", "g8f6", "f3g1", "f6g8"] * 2),  # threefold
     ],
     ids=["stalemate", "checkmate", "insufficient", "fifty", "threefold"],
 )
@@ -447,7 +363,7 @@ class _RandomEvaluator:
 
 def test_fuzz_random_evaluator_output() -> None:
     rng = np.random.default_rng(11)
-    positions = _positions()
+    positions = backend_positions()
     for round_ in range(12):
         config = SearchConfig(
             num_simulations=int(rng.integers(1, 150)),

@@ -31,22 +31,12 @@ from models.net import (
     net_state,
     pick_device,
 )
+from tests.helpers.nets import random_planes, tiny_net
 
 TINY = PRESETS["tiny"]
 
 
 pytestmark = pytest.mark.usefixtures("torch_threads")  # one torch thread (tests/conftest.py)
-
-
-def random_planes(n: int, seed: int = 0) -> torch.Tensor:
-    """Random uint8 planes in the encoder's value ranges."""
-    gen = torch.Generator().manual_seed(seed)
-    planes = torch.randint(0, 2, (n, 119, 8, 8), generator=gen, dtype=torch.uint8)
-    planes[:, MOVE_COUNT_PLANE] = torch.randint(0, 256, (n, 1, 1), generator=gen, dtype=torch.uint8)
-    planes[:, NO_PROGRESS_PLANE] = torch.randint(
-        0, 101, (n, 1, 1), generator=gen, dtype=torch.uint8
-    )
-    return planes
 
 
 def lc0_gather_index() -> torch.Tensor:
@@ -61,12 +51,6 @@ def lc0_gather_index() -> torch.Tensor:
     return torch.from_numpy(np.array(index, dtype=np.int64))
 
 
-def tiny_net(seed: int = 0, **overrides: object) -> AlphaZeroNet:
-    """A seeded tiny network in eval mode."""
-    torch.manual_seed(seed)
-    return AlphaZeroNet(dataclasses.replace(TINY, **overrides)).eval()
-
-
 # ----------------------------------------------------------------- forward
 
 
@@ -75,7 +59,7 @@ def tiny_net(seed: int = 0, **overrides: object) -> AlphaZeroNet:
 def test_output_shapes_and_value_range(encoding: str, se_ratio: int) -> None:
     if encoding == "lc0_1858":
         lc0_gather_index()
-    net = tiny_net(policy_encoding=encoding, se_ratio=se_ratio)
+    net = tiny_net(config=TINY, policy_encoding=encoding, se_ratio=se_ratio)
     with torch.no_grad():
         policy, value = net(random_planes(5))
     assert policy.shape == (5, POLICY_SIZES[encoding]) == (5, net.policy_size)
@@ -86,7 +70,7 @@ def test_output_shapes_and_value_range(encoding: str, se_ratio: int) -> None:
 
 def test_lc0_logits_are_gathered_from_az_logits() -> None:
     index = lc0_gather_index()
-    az = tiny_net()
+    az = tiny_net(config=TINY)
     lc0 = AlphaZeroNet(dataclasses.replace(TINY, policy_encoding="lc0_1858")).eval()
     load_weights_into(lc0, az.state_dict())  # identical parameters
     x = random_planes(3)
@@ -97,7 +81,7 @@ def test_lc0_logits_are_gathered_from_az_logits() -> None:
 
 
 def test_uint8_float_and_numpy_inputs_agree() -> None:
-    net = tiny_net(se_ratio=2)
+    net = tiny_net(config=TINY, se_ratio=2)
     planes = random_planes(4)
     with torch.no_grad():
         p8, v8 = net(planes)
@@ -110,7 +94,7 @@ def test_uint8_float_and_numpy_inputs_agree() -> None:
 
 
 def test_count_planes_are_scaled_by_documented_constants() -> None:
-    net = tiny_net()
+    net = tiny_net(config=TINY)
     scale = net.input_scale.flatten()
     assert scale[MOVE_COUNT_PLANE] == pytest.approx(MOVE_COUNT_SCALE)
     assert scale[NO_PROGRESS_PLANE] == pytest.approx(NO_PROGRESS_SCALE)
@@ -123,11 +107,11 @@ def test_count_planes_are_scaled_by_documented_constants() -> None:
 @pytest.mark.parametrize("shape", [(2, 118, 8, 8), (119, 8, 8), (2, 119, 8, 7)])
 def test_wrong_input_shape_is_rejected(shape: tuple[int, ...]) -> None:
     with pytest.raises(ValueError, match=r"\(B, 119, 8, 8\)"):
-        tiny_net()(torch.zeros(shape, dtype=torch.uint8))
+        tiny_net(config=TINY)(torch.zeros(shape, dtype=torch.uint8))
 
 
 def test_channels_last_matches_contiguous() -> None:
-    net = tiny_net(se_ratio=4)
+    net = tiny_net(config=TINY, se_ratio=4)
     x = random_planes(3)
     with torch.no_grad():
         p_ref, v_ref = net(x)
@@ -192,7 +176,7 @@ def test_config_dict_round_trip(blocks: int, filters: int, se: int, encoding: st
 
 
 def test_state_round_trip_gives_identical_outputs() -> None:
-    net = tiny_net(se_ratio=4)
+    net = tiny_net(config=TINY, se_ratio=4)
     state = net_state(net)
     assert state["format"] == NET_STATE_FORMAT
     assert state["config"] == net.config.to_dict()
@@ -214,7 +198,7 @@ def test_state_round_trip_gives_identical_outputs() -> None:
     ],
 )
 def test_malformed_state_is_rejected(mutate: object, match: str) -> None:
-    state = net_state(tiny_net())
+    state = net_state(tiny_net(config=TINY))
     state["config"] = dict(state["config"])
     mutate(state)  # type: ignore[operator]
     with pytest.raises(NetStateError, match=match):
@@ -224,7 +208,7 @@ def test_malformed_state_is_rejected(mutate: object, match: str) -> None:
 
 
 def test_loading_other_architecture_names_both_shapes() -> None:
-    small = tiny_net()
+    small = tiny_net(config=TINY)
     wide = AlphaZeroNet(dataclasses.replace(TINY, filters=32))
     with pytest.raises(ArchitectureMismatchError) as info:
         load_weights_into(wide, small.state_dict())
@@ -235,8 +219,8 @@ def test_loading_other_architecture_names_both_shapes() -> None:
 
 
 def test_missing_and_unexpected_keys_are_named() -> None:
-    with_se = tiny_net(se_ratio=4)
-    plain = tiny_net()
+    with_se = tiny_net(config=TINY, se_ratio=4)
+    plain = tiny_net(config=TINY)
     with pytest.raises(ArchitectureMismatchError, match=r"blocks\.0\.se\.fc1\.weight: unexpected"):
         load_weights_into(plain, with_se.state_dict())
     with pytest.raises(ArchitectureMismatchError, match=r"blocks\.0\.se\.fc1\.weight: missing"):
@@ -244,7 +228,7 @@ def test_missing_and_unexpected_keys_are_named() -> None:
 
 
 def test_stored_state_inconsistent_with_config_is_rejected() -> None:
-    state = net_state(tiny_net())
+    state = net_state(tiny_net(config=TINY))
     state["config"] = {**state["config"], "blocks": 3}
     with pytest.raises(ArchitectureMismatchError, match=r"blocks\.2\.conv1\.conv\.weight: missing"):
         net_from_state(state)
@@ -270,7 +254,7 @@ def test_pick_cuda_without_cuda_is_a_clear_error() -> None:
 
 
 def test_count_parameters() -> None:
-    net = tiny_net()
+    net = tiny_net(config=TINY)
     assert count_parameters(net) == sum(p.numel() for p in net.parameters())
     net.stem.conv.weight.requires_grad_(False)
     assert count_parameters(net, trainable_only=True) == count_parameters(net) - 16 * 119 * 9

@@ -9,12 +9,12 @@ import torch
 
 from models.encoding import encode_board
 from models.evaluation import Leaf
-from models.net import AlphaZeroNet, NetConfig
 from models.net_evaluator import NetEvaluator
 from models.policy import get_policy_map
 from models.search_config import SearchConfig
 from models.search_drivers import run_search, run_searches
 from models.search_tree import GameTree
+from tests.helpers.nets import tiny_net
 
 FENS = [
     chess.STARTING_FEN,
@@ -26,14 +26,9 @@ FENS = [
 pytestmark = pytest.mark.usefixtures("torch_threads")  # one torch thread (tests/conftest.py)
 
 
-def tiny_net(encoding: str) -> AlphaZeroNet:
-    torch.manual_seed(0)
-    return AlphaZeroNet(NetConfig(blocks=1, filters=8, value_channels=4, value_hidden=16, policy_encoding=encoding))
-
-
 @pytest.mark.parametrize("encoding", ["az4672", "lc0_1858"])
 def test_priors_are_the_softmax_of_the_legal_logits(encoding: str) -> None:
-    net = tiny_net(encoding).eval()
+    net = tiny_net(policy_encoding=encoding)
     evaluator = NetEvaluator(net)
     policy_map = get_policy_map(encoding)
     leaves = []
@@ -53,7 +48,7 @@ def test_priors_are_the_softmax_of_the_legal_logits(encoding: str) -> None:
 
 @pytest.mark.parametrize("encoding", ["az4672", "lc0_1858"])
 def test_search_with_a_network_returns_a_legal_move(encoding: str) -> None:
-    evaluator = NetEvaluator(tiny_net(encoding))
+    evaluator = NetEvaluator(tiny_net(policy_encoding=encoding))
     for fen in FENS:
         board = chess.Board(fen)
         result = run_search(board, evaluator, SearchConfig(num_simulations=40))
@@ -62,7 +57,7 @@ def test_search_with_a_network_returns_a_legal_move(encoding: str) -> None:
 
 
 def test_many_games_share_network_batches() -> None:
-    evaluator = NetEvaluator(tiny_net("az4672"))
+    evaluator = NetEvaluator(tiny_net())
     trees = [GameTree(chess.Board(fen), SearchConfig(num_simulations=24), needs_planes=True) for fen in FENS * 4]
     for tree in trees:
         tree.start(add_noise=True)
@@ -72,7 +67,7 @@ def test_many_games_share_network_batches() -> None:
 
 @pytest.mark.parametrize("encoding", ["az4672", "lc0_1858"])
 def test_evaluate_batch_returns_the_listed_logits_and_the_values(encoding: str) -> None:
-    net = tiny_net(encoding).eval()
+    net = tiny_net(policy_encoding=encoding)
     evaluator = NetEvaluator(net)
     policy_map = get_policy_map(encoding)
     boards = [chess.Board(fen) for fen in FENS]
@@ -90,7 +85,7 @@ def test_evaluate_batch_returns_the_listed_logits_and_the_values(encoding: str) 
 
 
 def test_the_two_protocols_give_the_same_priors() -> None:
-    evaluator = NetEvaluator(tiny_net("az4672"))
+    evaluator = NetEvaluator(tiny_net())
     policy_map = get_policy_map("az4672")
     board = chess.Board(FENS[1])
     moves = list(board.legal_moves)
@@ -106,5 +101,5 @@ def test_the_two_protocols_give_the_same_priors() -> None:
 
 def test_autocast_is_validated_and_ignored_on_cpu() -> None:
     with pytest.raises(ValueError, match="autocast.*'fp8'"):
-        NetEvaluator(tiny_net("az4672"), autocast="fp8")
-    assert NetEvaluator(tiny_net("az4672")).autocast_dtype is None  # CPU: always float32
+        NetEvaluator(tiny_net(), autocast="fp8")
+    assert NetEvaluator(tiny_net()).autocast_dtype is None  # CPU: always float32

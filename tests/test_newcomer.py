@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -25,11 +24,12 @@ from pipeline.loop.ledger import write_best
 from pipeline.loop.tracker import Tracker
 from pipeline.training.tracking import ResumableMLFlowLogger
 from pipeline.uci.loading import load_player
+from tests.helpers.cli import child_env, run_zerochess, set_args
+from tests.helpers.nets import TINY_NET
 from zerochess.cli import build_parser, main
 from zerochess.commands.uci import DEFAULT_THREADS
 
-ROOT = Path(__file__).resolve().parents[1]
-TINY = ["net.blocks=1", "net.filters=8", "net.value_channels=2", "net.value_hidden=16", "selfplay.device=cpu"]
+TINY = [*TINY_NET, "selfplay.device=cpu"]
 
 
 @pytest.fixture
@@ -112,13 +112,10 @@ def champion_run(run_folder: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.mark.slow
 def test_uci_with_the_champion_writes_nothing_to_stderr(champion_run: Path) -> None:
-    env = {**os.environ, "MLFLOW_TRACKING_URI": ""}
+    env = child_env(MLFLOW_TRACKING_URI="")
     env.pop("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", None)
-    done = subprocess.run(
-        [sys.executable, "-m", "zerochess", "uci", "--checkpoint", "champion", "--run", str(champion_run),
-         *[arg for item in TINY for arg in ("--set", item)]],
-        input="uci\nisready\nquit\n", capture_output=True, text=True, cwd=ROOT, env=env, timeout=120,
-    )  # fmt: skip
+    done = run_zerochess("uci", "--checkpoint", "champion", "--run", str(champion_run), *set_args(TINY), env=env,
+                         stdin="uci\nisready\nquit\n", timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "readyok" in done.stdout
     assert done.stderr == ""

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.param_reference import param_docs
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SECTION = re.compile(r"^(\w+):")
 KEY_WITH_COMMENT = re.compile(r"^\s+(\w+):\s*[^#]*#\s*(.*)$")
 CHOICE = re.compile(r"[\w.-]+")

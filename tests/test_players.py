@@ -11,7 +11,7 @@ import chess
 import pytest
 import torch
 
-from models.net import AlphaZeroNet, NetConfig
+from models.net import AlphaZeroNet
 from models.search_config import SearchConfig
 from pipeline.checkpoint import save_net
 from pipeline.evaluation.match import Opening, play_game
@@ -19,6 +19,7 @@ from pipeline.players.base import Limits, PlayerError
 from pipeline.players.simple import NetPlayer, RandomPlayer
 from pipeline.players.spec import PlayerContext, build_player
 from pipeline.players.stockfish import EngineFailure, StockfishPlayer, StockfishSettings, find_stockfish
+from tests.helpers.nets import TINY_CONFIG
 
 START = Opening("start", chess.STARTING_FEN)
 
@@ -117,7 +118,7 @@ def test_games_end_by_the_rules_or_the_length_limit() -> None:
 def test_net_player_reuses_its_tree_and_moves_legally(tmp_path: Path, backend: str) -> None:
     torch.manual_seed(0)
     path = tmp_path / "net.pt"
-    save_net(AlphaZeroNet(NetConfig(blocks=1, filters=8, value_channels=4, value_hidden=16)), path)
+    save_net(AlphaZeroNet(TINY_CONFIG), path)
     context = PlayerContext(search=SearchConfig(backend=backend), device="cpu")
     player = build_player(f"net:{path}:sims=12", context)
     assert isinstance(player, NetPlayer) and player.name.endswith("sims=12")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 
 import chess
 import numpy as np
@@ -24,6 +23,7 @@ from models.policy import (
     legal_mask,
     move_to_index,
 )
+from tests.helpers.boards import random_board
 
 MAPS = [AZ4672, LC0_1858]
 MAP_IDS = [m.name for m in MAPS]
@@ -40,24 +40,12 @@ START_FENS = [
 ]
 
 
-def random_board(start: str, seed: int, plies: int) -> chess.Board:
-    """Play up to ``plies`` random legal moves from ``start``."""
-    rng = random.Random(seed)
-    board = chess.Board(start)
-    for _ in range(plies):
-        moves = list(board.legal_moves)
-        if not moves:
-            break
-        board.push(rng.choice(moves))
-    return board
-
-
 boards = st.builds(
     random_board,
-    st.sampled_from(START_FENS),
-    st.integers(0, 2**32 - 1),
+    seed=st.integers(0, 2**32 - 1),
     # few plies keep the castling / promotion set-ups of START_FENS alive
-    st.one_of(st.integers(0, 4), st.integers(0, 120)),
+    plies=st.one_of(st.integers(0, 4), st.integers(0, 120)),
+    start=st.sampled_from(START_FENS),
 )
 
 

@@ -20,6 +20,7 @@ from models.policy import get_policy_map
 from models.precision import PrecisionError, check_precision, choose_precision, cpu_bf16_support
 from pipeline.selfplay.adjudication import PIECE_POINTS
 from pipeline.training.trainer import resolve_training_precision
+from tests.helpers.boards import random_board
 
 TORCH_THREADS = 2
 pytestmark = pytest.mark.usefixtures("torch_threads")  # TORCH_THREADS for the module (tests/conftest.py)
@@ -30,12 +31,7 @@ def _positions(count: int, seed: int) -> list[chess.Board]:
     rng = random.Random(seed)
     boards: list[chess.Board] = []
     while len(boards) < count:
-        board = chess.Board()
-        for _ in range(rng.randrange(2, 60)):
-            moves = list(board.legal_moves)
-            if not moves:
-                break
-            board.push(rng.choice(moves))
+        board = random_board(rng, rng.randrange(2, 60))
         if not board.is_game_over():
             boards.append(board)
     return boards

@@ -7,16 +7,17 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from bad_nets import write_nets
-from run_helpers import have_stockfish
 
+from tests.helpers.bad_nets import write_nets
+from tests.helpers.nets import TINY_CONFIG
+from tests.helpers.stockfish import needs_stockfish
 from zerochess.cli import main
 from pipeline.players.stockfish import find_stockfish
 
-ROOT = Path(__file__).resolve().parents[1]
 TORCH_THREADS = 1
 pytestmark = pytest.mark.usefixtures("torch_threads")
 LINE = re.compile(r"^rating: (-?\d+) \[(-?\d+), (-?\d+)\] on Stockfish's UCI_Elo scale \((\d+) games, levels (.+)\)$")
@@ -38,12 +39,11 @@ def write_lc0_net(path: Path) -> None:
     """A tiny net with lc0's 1858-move policy (the other nets use AlphaZero's 4672)."""
     import torch
 
-    from models.net import AlphaZeroNet, NetConfig
+    from models.net import AlphaZeroNet
     from pipeline.checkpoint import save_net
 
     torch.manual_seed(1)
-    save_net(AlphaZeroNet(NetConfig(blocks=1, filters=8, value_channels=4, value_hidden=16,
-                                    policy_encoding="lc0_1858")), path)  # fmt: skip
+    save_net(AlphaZeroNet(replace(TINY_CONFIG, policy_encoding="lc0_1858")), path)
 
 
 def bad_cases(nets: dict[str, Path]) -> list[tuple[str, list[str], str]]:
@@ -116,7 +116,7 @@ def read_store(uri: str) -> list:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not have_stockfish(), reason="no Stockfish binary")
+@needs_stockfish
 def test_a_whole_rating_prints_the_summary_line_and_logs_to_mlflow(nets: dict[str, Path], tmp_path: Path,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     cache, out, uri = tmp_path / "cache" / "levels.json", tmp_path / "out", f"sqlite:///{tmp_path / 'mlflow.db'}"
@@ -164,7 +164,7 @@ def test_a_whole_rating_prints_the_summary_line_and_logs_to_mlflow(nets: dict[st
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not have_stockfish(), reason="no Stockfish binary")
+@needs_stockfish
 def test_compare_rates_two_nets_on_the_same_levels_at_each_search_size(nets: dict[str, Path], tmp_path: Path,
                                                                        capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     """``--compare A B --simulations 2,3``: for each size, B plays exactly A's
@@ -172,12 +172,11 @@ def test_compare_rates_two_nets_on_the_same_levels_at_each_search_size(nets: dic
     the two ratings, and ``--width`` adds matches at the nearest level."""
     import torch
 
-    from models.net import AlphaZeroNet, NetConfig
+    from models.net import AlphaZeroNet
     from pipeline.checkpoint import save_net
 
     torch.manual_seed(5)
-    other = save_net(AlphaZeroNet(NetConfig(blocks=1, filters=8, value_channels=4, value_hidden=16)),
-                     tmp_path / "other.pt")  # fmt: skip
+    other = save_net(AlphaZeroNet(TINY_CONFIG), tmp_path / "other.pt")
     out = tmp_path / "out"
     quick = [arg for arg in QUICK if arg not in ("--width", "0")]
     quick[quick.index("--simulations") + 1] = "2,3"
@@ -234,7 +233,7 @@ def test_the_gate_rates_only_a_promoted_net_and_only_when_asked(tmp_path: Path) 
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not have_stockfish(), reason="no Stockfish binary")
+@needs_stockfish
 def test_the_gate_rates_a_promoted_net_with_gating_rate(nets: dict[str, Path], tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     from pipeline.evaluation.gating import run_gate

@@ -51,8 +51,7 @@ from pipeline.loop.retention import (
     select_removals,
 )
 from pipeline.loop.tasks import task_name
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
 
 
 def info(index: int, positions: int, recorded: bool = True) -> ShardInfo:
@@ -440,7 +439,7 @@ def test_retention_under_a_running_async_trainer(tmp_path: Path) -> None:
     before newer shards landed; the trainer never misses a shard (no window
     rebuilt after a failed read, nothing quarantined), no task is played
     again, and what is left is the newest shards plus the trainer's window."""
-    from run_helpers import entries, run_command, run_env
+    from tests.helpers.runs import entries, run_command, run_env
 
     from pipeline.training.checkpointing import read_checkpoint
 

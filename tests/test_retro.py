@@ -3,7 +3,6 @@ starts drawn that way (``endgame_fens(..., walk_back=True)``)."""
 
 from __future__ import annotations
 
-import os
 import random
 
 import chess
@@ -23,8 +22,8 @@ from pipeline.selfplay.endgames import (
     walked_back_starts,
 )
 from pipeline.selfplay.retro import random_mate, un_moves, walk_back
+from tests.helpers.stockfish import needs_debian_stockfish
 
-needs_stockfish = pytest.mark.skipif(not os.access(DEBIAN_PATH, os.X_OK), reason="Debian's stockfish not installed")
 KINDS = ["KQK", "KRK", "KBBK", "KBNK", "KQKR"]
 
 
@@ -135,7 +134,7 @@ def test_unlabelled_walks_name_their_bad_arguments() -> None:
         walked_back_starts("KQK", 50, seed=0, max_distance=1, max_attempts=3)
 
 
-@needs_stockfish
+@needs_debian_stockfish
 def test_walked_back_starts_are_stockfish_checked_mates_at_every_distance() -> None:
     """KBNK starts within 3 moves of mate, drawn by walking back and labelled by a
     node-bounded search, are forced mates for the side to move at 1, 2 and 3 moves."""
@@ -154,7 +153,7 @@ def test_walked_back_starts_are_stockfish_checked_mates_at_every_distance() -> N
     assert set(distances) == {1, 2, 3}, str(distances)
 
 
-@needs_stockfish
+@needs_debian_stockfish
 def test_the_endgames_command_walks_back(tmp_path, capsys: pytest.CaptureFixture) -> None:
     from zerochess.cli import main
     from pipeline.selfplay import load_start_positions
@@ -170,7 +169,7 @@ def test_the_endgames_command_walks_back(tmp_path, capsys: pytest.CaptureFixture
     assert "--mate-nodes" in capsys.readouterr().err
 
 
-@needs_stockfish
+@needs_debian_stockfish
 def test_mate_labels_see_the_short_mates_of_walked_back_starts() -> None:
     starts = walked_back_starts("KQKR", 6, seed=2, max_distance=1)  # one un-move from a mate
     assert mate_labels([fen for fen, _ in starts], max_mate=5, nodes=20_000) == [1] * 6

@@ -16,7 +16,6 @@ from __future__ import annotations
 import io
 import json
 import logging
-import os
 import re
 import subprocess
 import sys
@@ -24,9 +23,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from run_helpers import have_stockfish
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
+from tests.helpers.cli import child_env, set_args, zerochess_command
+from tests.helpers.stockfish import have_stockfish
+
 
 MATE_RATE = r"mate rate \d+/\d+ = \d\.\d\d \[\d\.\d\d, \d\.\d\d\]"
 ELO = r"(?:[+-]\d+|\d+(?:\.\d+)?/\d+, (?:below|above) [+-]\d+)"  # +18, or a bound: 0/4, below -280
@@ -97,8 +98,7 @@ def check_trailer(lines: list[str]) -> None:
 
 def demo_command(out: Path) -> list[str]:
     """``zerochess run --preset demo`` on the tiny settings, into ``out``."""
-    sets = [arg for key, value in TINY_DEMO.items() for arg in ("--set", f"{key}={value}")]
-    return [sys.executable, "-m", "zerochess", "run", "--preset", "demo", "--out", str(out), *sets]
+    return zerochess_command("run", "--preset", "demo", "--out", str(out), *set_args(TINY_DEMO))
 
 
 @pytest.fixture(scope="module")
@@ -108,9 +108,7 @@ def two_demo_runs(tmp_path_factory: pytest.TempPathFactory) -> list[subprocess.C
     on pipes, as in a log file."""
     if not have_stockfish():
         pytest.skip("the demo's measure plays Stockfish")
-    env = {**os.environ, "RAY_AUTH_MODE": "token"}  # as zerochess runs it: ~/.ray/auth_token
-    for name in ("MLFLOW_TRACKING_URI", "RAY_ADDRESS"):
-        env.pop(name, None)
+    env = child_env("token")  # as zerochess runs it: ~/.ray/auth_token
     root = tmp_path_factory.mktemp("demos")
     runs = [subprocess.Popen(demo_command(root / f"demo{i}"), cwd=ROOT, env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True) for i in (1, 2)]  # fmt: skip

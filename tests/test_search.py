@@ -16,20 +16,10 @@ from models.search_backend import choose_move
 from models.search_config import SearchConfig, SearchError, select_move, terminal_value
 from models.search_drivers import run_search, run_searches
 from models.search_tree import GameTree
-from tests.search_positions import SIMPLE_MATES_IN_ONE
+from tests.helpers.boards import random_board
+from tests.helpers.search_positions import SIMPLE_MATES_IN_ONE
 
 MATES_IN_ONE = [*SIMPLE_MATES_IN_ONE, ("4k3/8/4K3/8/8/8/8/R7 w - - 0 1", "a1a8")]
-
-
-def random_board(seed: int, plies: int) -> chess.Board:
-    rng = np.random.default_rng(seed)
-    board = chess.Board()
-    for _ in range(plies):
-        moves = list(board.legal_moves)
-        if not moves or board.is_game_over(claim_draw=True):
-            break
-        board.push(moves[rng.integers(len(moves))])
-    return board
 
 
 class TableEvaluator:

@@ -16,21 +16,16 @@ import torch
 
 from models.encoding import COLOUR_PLANE, encode_board, encode_snapshots
 from models.evaluation import Leaf, UniformEvaluator
-from models.net import AlphaZeroNet, NetConfig
+from models.net import AlphaZeroNet
 from models.net_evaluator import NetEvaluator
 from models.search_config import SearchConfig
 from pipeline.config import ConfigError, SelfPlayConfig
 from pipeline.selfplay import GameRecord, PlyRecord, SelfPlayWorker, load_start_positions
+from tests.helpers import BACKENDS
+from tests.helpers.nets import TINY_CONFIG
+from tests.helpers.searches import TINY_SEARCH
 
 NO_RESIGN = SelfPlayConfig(resign_threshold=-1.0, full_search_prob=1.0, games_per_task=4, max_plies=8)
-SEARCH = SearchConfig(num_simulations=16, leaves_per_batch=4)
-BACKENDS = ["native", "python"]
-
-
-@pytest.fixture(params=BACKENDS)
-def search(request: pytest.FixtureRequest) -> SearchConfig:
-    """``SEARCH`` on each backend."""
-    return replace(SEARCH, backend=request.param)
 
 
 class WhiteIsLost:
@@ -80,7 +75,7 @@ def test_same_seed_same_games(search: SearchConfig) -> None:
 
 def test_recorded_planes_are_the_positions_planes(search: SearchConfig) -> None:
     torch.manual_seed(0)
-    net = AlphaZeroNet(NetConfig(blocks=1, filters=8, value_channels=4, value_hidden=16))
+    net = AlphaZeroNet(TINY_CONFIG)
     worker = SelfPlayWorker(NetEvaluator(net), search, replace(NO_RESIGN, max_plies=12))
     record = worker.play(games=1, seed=3)[0]
     board = chess.Board(record.start_fen)
@@ -207,7 +202,7 @@ def test_native_games_give_the_same_rows_and_pgn_from_arrays_and_from_plies() ->
     from pipeline.selfplay import NativeGameRecord, game_positions
 
     config = replace(NO_RESIGN, full_search_prob=0.5, max_plies=10)
-    record = SelfPlayWorker(UniformEvaluator(), replace(SEARCH, backend="native"), config).play(1, seed=4)[0]
+    record = SelfPlayWorker(UniformEvaluator(), replace(TINY_SEARCH, backend="native"), config).play(1, seed=4)[0]
     assert isinstance(record, NativeGameRecord) and record.num_plies == 10
     policy_map = get_policy_map("az4672")
     from_arrays = [_row_fields(row) for row in game_positions(record, policy_map, 2)]
@@ -228,7 +223,7 @@ def test_both_backends_write_the_same_rows_for_the_same_search() -> None:
 
     # No noise, no sampling, no cache (its entries depend on which game asked first):
     # the two backends then search the same trees, visit for visit.
-    search = replace(SEARCH, dirichlet_epsilon=0.0, temperature_plies=0, cache_size=0)
+    search = replace(TINY_SEARCH, dirichlet_epsilon=0.0, temperature_plies=0, cache_size=0)
     config = replace(NO_RESIGN, max_plies=6, games_per_task=3)
     policy_map = get_policy_map("az4672")
     rows = {}
@@ -241,7 +236,7 @@ def test_both_backends_write_the_same_rows_for_the_same_search() -> None:
 def test_native_search_threads_play_the_same_games() -> None:
     def moves(threads: int) -> list[list[str]]:
         config = replace(NO_RESIGN, search_threads=threads, games_per_task=4, full_search_prob=0.5)
-        worker = SelfPlayWorker(UniformEvaluator(), replace(SEARCH, backend="native"), config)
+        worker = SelfPlayWorker(UniformEvaluator(), replace(TINY_SEARCH, backend="native"), config)
         records = worker.play(games=6, seed=3)
         assert worker.stats.games == 6 and worker.stats.positions == sum(r.num_plies for r in records)
         assert worker.native_stats["wall_seconds"] > 0
@@ -255,7 +250,7 @@ def test_native_gumbel_rows_carry_the_improved_policy_over_every_legal_move() ->
     from pipeline.selfplay import game_positions
     from pipeline.shards import decode_policy, records_to_table, validate_table
 
-    search = replace(SEARCH, backend="native", algorithm="gumbel", gumbel_considered=4)
+    search = replace(TINY_SEARCH, backend="native", algorithm="gumbel", gumbel_considered=4)
     record = SelfPlayWorker(UniformEvaluator(), search, replace(NO_RESIGN, max_plies=6)).play(1, seed=2)[0]
     policy_map = get_policy_map("az4672")
     table = records_to_table(game_positions(record, policy_map, 0))

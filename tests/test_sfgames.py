@@ -11,8 +11,8 @@ import chess
 import chess.engine
 import chess.pgn
 import pytest
-from run_helpers import have_stockfish
 
+from tests.helpers.stockfish import needs_stockfish
 from zerochess.cli import main
 from pipeline.supervised.evals import centipawns_to_value, comment_value
 from pipeline.supervised.stockfish_games import GamePlan, StockfishGamesError, eval_comment, random_start
@@ -69,7 +69,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(argv: list[str], needle
     assert not out.parent.exists()
 
 
-@pytest.mark.skipif(not have_stockfish(), reason="no Stockfish binary")
+@needs_stockfish
 def test_games_are_real_reproducible_and_become_shards_with_their_evals(tmp_path: Path,
                                                                         capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     import pyarrow.parquet as pq

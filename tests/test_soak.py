@@ -12,17 +12,24 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "experiments"))
-
-import soak
+from tests.helpers import ROOT
+from tests.helpers.cli import child_env
 
 LAST_LINE = re.compile(r"^soak: [\d.]+ minutes, \d+ faults, RSS growth -?[\d.]+%, handles growth -?[\d.]+, "
                        r"games lost \d+, duplicated \d+$")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def soak(bench_script: Callable[[str], ModuleType]) -> ModuleType:
+    """``experiments/soak.py``, loaded as a module."""
+    return bench_script("soak")
 
 
 def titled(title: str) -> subprocess.Popen[bytes]:
@@ -40,7 +47,7 @@ def wait_for_title(pid: int, title: str) -> None:
     raise AssertionError(f"process {pid} never took the title {title}")
 
 
-def test_role_of() -> None:
+def test_role_of(soak: ModuleType) -> None:
     assert soak.role_of("ray::PoolActor") == "pool"
     assert soak.role_of("ray::PoolActor.play") == "pool"
     assert soak.role_of("ray::TrainerActor") == "trainer"
@@ -51,7 +58,7 @@ def test_role_of() -> None:
     assert soak.role_of("ray::IDLE") == "ray"
 
 
-def test_sample_this_process_and_its_children(tmp_path: Path) -> None:
+def test_sample_this_process_and_its_children(tmp_path: Path, soak: ModuleType) -> None:
     import psutil
 
     before = soak.sample_roles()
@@ -77,7 +84,7 @@ def test_sample_this_process_and_its_children(tmp_path: Path) -> None:
             child.wait()
 
 
-def test_growth() -> None:
+def test_growth(soak: ModuleType) -> None:
     flat = soak.growth([100.0] * 10)
     assert flat is not None and flat.percent == 0 and flat.change == 0
     rising = soak.growth([100.0, 100, 101, 105, 110, 115, 120, 125, 130, 150])
@@ -89,15 +96,15 @@ def test_growth() -> None:
     assert soak.growth([1.0]) is None and soak.growth([]) is None
 
 
-def _sample(t: float, phase: str, rss: int, fds: int) -> soak.Sample:
+def _sample(soak: ModuleType, t: float, phase: str, rss: int, fds: int) -> Any:
     roles = {role: soak.RoleSample() for role in soak.ROLES}
     roles["driver"] = soak.RoleSample(1, rss, fds, [1])
     return soak.Sample(t, phase, 1000, roles)
 
 
-def test_role_growth_uses_soak_phase_only_and_csv(tmp_path: Path) -> None:
-    samples = [_sample(0, "warmup", 10, 1), *(_sample(t, "soak", 100 + t, 20) for t in range(1, 11)),
-               _sample(11, "drain", 10_000, 99)]  # fmt: skip
+def test_role_growth_uses_soak_phase_only_and_csv(tmp_path: Path, soak: ModuleType) -> None:
+    samples = [_sample(soak, 0, "warmup", 10, 1), *(_sample(soak, t, "soak", 100 + t, 20) for t in range(1, 11)),
+               _sample(soak, 11, "drain", 10_000, 99)]  # fmt: skip
     rss = soak.role_growth(samples, "driver", "rss")
     assert rss is not None and (rss.first, rss.last) == (101.5, 109.5)  # medians of the first and last 2 of 10
     assert soak.role_growth(samples, "pool", "rss") is None
@@ -111,13 +118,13 @@ def test_role_growth_uses_soak_phase_only_and_csv(tmp_path: Path) -> None:
     assert rows[1].split(",")[:3] == ["0", "warmup", "driver"]
 
 
-def test_verdict_line() -> None:
+def test_verdict_line(soak: ModuleType) -> None:
     line = soak.verdict_line(30, 7, 3.14159, 0, 0, 0)
     assert line == "soak: 30 minutes, 7 faults, RSS growth 3.1%, handles growth 0, games lost 0, duplicated 0"
     assert LAST_LINE.match(line) and LAST_LINE.match(soak.verdict_line(1.5, 1, -2.0, -3, 2, 1))
 
 
-def test_disk_bytes(tmp_path: Path) -> None:
+def test_disk_bytes(tmp_path: Path, soak: ModuleType) -> None:
     assert soak.disk_bytes(tmp_path / "missing") == 0
     (tmp_path / "a").write_bytes(b"x" * 100)
     (tmp_path / "sub").mkdir()
@@ -125,7 +132,7 @@ def test_disk_bytes(tmp_path: Path) -> None:
     assert soak.disk_bytes(tmp_path) == 123
 
 
-def test_fire(tmp_path: Path) -> None:
+def test_fire(tmp_path: Path, soak: ModuleType) -> None:
     (tmp_path / "shards").mkdir()
     (tmp_path / "shards" / "gen0000-task00001.parquet").write_bytes(b"z" * 300)
     (tmp_path / "games.jsonl").write_text(json.dumps({"task": "gen0000-task00000", "games": []}) + "\n"
@@ -144,14 +151,14 @@ def test_fire(tmp_path: Path) -> None:
         child.wait()
 
 
-def test_unknown_fault_kind(tmp_path: Path) -> None:
+def test_unknown_fault_kind(tmp_path: Path, soak: ModuleType) -> None:
     args = soak.parse(["--out", str(tmp_path), "--faults", "actor,meteor"])
     with pytest.raises(ValueError, match="meteor"):
         soak.Soak(args, tmp_path)
 
 
 @pytest.mark.slow
-def test_short_soak(tmp_path: Path) -> None:
+def test_short_soak(tmp_path: Path, soak: ModuleType) -> None:
     """About 45 s of the tiny preset's async loop, a pool actor killed and a
     recorded shard truncated: the files, the table and the last line; then
     the end check sees a copied shard (duplicated) and a deleted one (lost)."""
@@ -159,8 +166,8 @@ def test_short_soak(tmp_path: Path) -> None:
     command = [sys.executable, str(ROOT / "experiments" / "soak.py"), "--minutes", "0.75", "--preset", "tiny",
                "--fault-every", "0.3", "--faults", "actor,truncate", "--sample-s", "3", "--warmup-minutes", "0.1",
                "--max-rss-growth", "1000", "--max-handle-growth", "1000", "--min-faults", "1", "--out", str(out)]  # fmt: skip
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
-    done = subprocess.run(command, check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    done = subprocess.run(command, check=False, cwd=ROOT, env=child_env("disabled"), capture_output=True, text=True,
+                          timeout=900)  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
     lines = done.stdout.strip().splitlines()
     assert LAST_LINE.match(lines[-1]), lines[-1]
@@ -192,7 +199,7 @@ def test_short_soak(tmp_path: Path) -> None:
     assert soak.games_check(run)[1] > 0
 
 
-def test_longest_lived_process_of_a_role() -> None:
+def test_longest_lived_process_of_a_role(soak: ModuleType) -> None:
     """A killed pool actor's replacement (pid 3) is a new process: the longest-lived one (pid 1) shows its own trend."""
     samples = []
     for t in range(10):
@@ -205,7 +212,7 @@ def test_longest_lived_process_of_a_role() -> None:
     assert soak.longest_lived(samples, "trainer") is None
 
 
-def test_fault_turns(tmp_path: Path) -> None:
+def test_fault_turns(tmp_path: Path, soak: ModuleType) -> None:
     """In turn; a kind without a victim keeps its turn while the next one goes."""
     run = soak.Soak(soak.parse(["--out", str(tmp_path)]), tmp_path)
     assert run.next_kinds(patient=True) == ["actor"]

@@ -21,92 +21,16 @@ import pytest
 from models.evaluation import UniformEvaluator
 from models.driver_settings import GamesSettings, SelfPlayRules
 from models.native_drivers import SelfPlayDriver
-from models.native_tree import NativeTree, run_native_searches
-from models.search_config import SearchConfig, select_move
+from models.native_tree import run_native_searches
+from models.search_config import SearchConfig
 from models.search_drivers import run_searches
-from models.search_tree import GameTree
 from pipeline.uci.analysis import root_lines
-
-# Mates found by brute force with python-chess (no shorter mate exists).
-MATE_IN_2 = [
-    "8/8/8/8/1R6/7k/8/5K2 w - - 0 1",
-    "7k/8/8/R5K1/8/8/8/8 w - - 0 1",
-    "8/8/8/8/8/8/k1K5/3R4 w - - 0 1",
-    "8/8/8/7R/8/K7/8/1k6 w - - 0 1",
-    "8/8/8/8/Q1K5/8/8/1k6 w - - 0 1",
-    "8/8/8/8/8/3QK3/7k/8 w - - 0 1",
-    "8/8/5K2/8/7k/2Q5/8/8 w - - 0 1",
-    "8/8/8/8/K7/8/6Q1/1k6 w - - 0 1",
-]
-MATE_IN_3 = [
-    "k1K1R3/8/8/8/8/8/8/8 w - - 0 1",
-    "8/8/8/8/8/8/8/1R3K1k w - - 0 1",
-]
+from tests.helpers import BACKENDS
+from tests.helpers.search_positions import MATE_IN_2, MATE_IN_3
+from tests.helpers.searches import ALGORITHMS, after, assert_proves_mate, mates_within, uniform_search
+from tests.helpers.uci import Session, final_infos
 
 SOLVER = SearchConfig(num_simulations=800, leaves_per_batch=1, cache_size=10_000)
-
-
-def _mates_within(board: chess.Board, moves: int) -> bool:
-    """The side to move mates in at most ``moves`` moves (brute force)."""
-    for move in list(board.legal_moves):
-        board.push(move)
-        try:
-            if board.is_checkmate():
-                return True
-            if (
-                moves > 1
-                and board.outcome() is None
-                and all(
-                    _after(board, reply, lambda b: _mates_within(b, moves - 1))
-                    for reply in list(board.legal_moves)
-                )
-            ):
-                return True
-        finally:
-            board.pop()
-    return False
-
-
-def _after(board: chess.Board, move: chess.Move, check) -> bool:
-    board.push(move)
-    try:
-        return check(board)
-    finally:
-        board.pop()
-
-
-def _search(board: chess.Board, config: SearchConfig, backend: str, sims: int | None = None):
-    evaluator = UniformEvaluator()
-    if backend == "native":
-        tree = NativeTree(board.copy(), config)
-        tree.start(sims)
-        run_native_searches([tree], evaluator)
-    else:
-        tree = GameTree(board.copy(), config)
-        tree.start(sims)
-        run_searches([tree], evaluator)
-    return tree
-
-
-def _assert_proves_mate(board: chess.Board, tree, mate: int, config: SearchConfig) -> None:
-    """The search of ``board`` proved a mate in ``mate`` moves, the proven move
-    really mates that fast, the UCI line says so and the move is played."""
-    result = tree.result()
-    index = result.moves.index(result.best_move)
-    assert result.proof is not None and result.proof[index] == 1, (board.fen(), result.best_move)
-    assert result.proof_plies[index] == 2 * mate - 1, board.fen()
-    assert tree.root.proof == 1 and tree.root.proof_plies == 2 * mate - 1, board.fen()
-    assert _after(
-        board,
-        result.best_move,
-        lambda b: all(_after(b, reply, lambda c: _mates_within(c, mate - 1)) for reply in list(b.legal_moves)),
-    ), board.fen()
-    assert root_lines(tree)[0].move == result.best_move and root_lines(tree)[0].mate == mate
-    assert select_move(result, 0, config, np.random.default_rng(0)) == result.best_move
-
-
-BACKENDS = ["native", "python"]
-ALGORITHMS = ["puct", "gumbel"]
 
 
 @pytest.mark.parametrize("threats", [False, True], ids=["solver", "threats"])
@@ -123,7 +47,7 @@ def test_uniform_search_proves_mates_in_2_and_3(
     config = dataclasses.replace(SOLVER, algorithm=algorithm, solver_threats=threats)
     for fen in fens:
         board = chess.Board(fen)
-        _assert_proves_mate(board, _search(board, config, backend), mate, config)
+        assert_proves_mate(board, uniform_search(board, config, backend), mate, config)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -132,7 +56,7 @@ def test_without_the_solver_uniform_puct_misses_them(backend: str) -> None:
     config = dataclasses.replace(SOLVER, solver=False)
     proven = 0
     for fen in MATE_IN_2:
-        tree = _search(chess.Board(fen), config, backend)
+        tree = uniform_search(chess.Board(fen), config, backend)
         assert tree.result().proof is None and tree.root.proof is None
         line = root_lines(tree)[0]
         proven += line.mate == 2
@@ -142,7 +66,7 @@ def test_without_the_solver_uniform_puct_misses_them(backend: str) -> None:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_mate_in_one_is_seen_at_expansion_with_one_simulation(backend: str) -> None:
     board = chess.Board("6k1/5ppp/8/8/8/8/5PPP/3R2K1 w - - 0 1")  # Rd8#
-    tree = _search(board, SOLVER, backend, sims=1)
+    tree = uniform_search(board, SOLVER, backend, sims=1)
     result = tree.result()
     assert result.best_move.uci() == "d1d8"
     index = result.moves.index(result.best_move)
@@ -154,7 +78,7 @@ def test_mate_in_one_is_seen_at_expansion_with_one_simulation(backend: str) -> N
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_lost_root_is_proven_and_reported_as_mated(backend: str) -> None:
     board = chess.Board("k7/8/1K6/8/8/8/8/7R b - - 0 1")  # Kb8 (forced), Rh8#
-    tree = _search(board, SOLVER, backend, sims=50)
+    tree = uniform_search(board, SOLVER, backend, sims=50)
     result = tree.result()
     assert [m.uci() for m in result.moves] == ["a8b8"]
     assert (result.proof[0], result.proof_plies[0]) == (-1, 2)
@@ -168,7 +92,7 @@ def test_a_lost_root_is_proven_and_reported_as_mated(backend: str) -> None:
 def test_proven_losses_are_avoided_and_get_no_more_visits(backend: str) -> None:
     """Black can take a rook with the king into a mate, or stay alive."""
     board = chess.Board("6k1/5ppp/8/8/8/8/5PPP/R2R2K1 b - - 0 1")
-    tree = _search(board, SOLVER, backend, sims=200)
+    tree = uniform_search(board, SOLVER, backend, sims=200)
     result = tree.result()
     assert result.best_move not in [m for m, p in zip(result.moves, result.proof) if p == -1]
     lost = [i for i, p in enumerate(result.proof) if p == -1]
@@ -185,14 +109,14 @@ def test_proven_losses_are_avoided_and_get_no_more_visits(backend: str) -> None:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_stalemates_and_drawn_roots_are_proven_draws(backend: str) -> None:
     board = chess.Board("k7/8/8/8/8/8/6q1/7K w - - 0 1")  # Kxg2 is forced: bare kings
-    tree = _search(board, SOLVER, backend, sims=20)
+    tree = uniform_search(board, SOLVER, backend, sims=20)
     result = tree.result()
     assert [m.uci() for m in result.moves] == ["h1g2"]
     assert (result.proof[0], tree.root.proof, result.root_value) == (0, 0, 0.0)
     assert root_lines(tree)[0].mate is None
     # Queen moves that stalemate are proven draws, the mates proven wins.
     board = chess.Board("k7/2Q5/1K6/8/8/8/8/8 w - - 0 1")
-    tree = _search(board, SOLVER, backend, sims=400)
+    tree = uniform_search(board, SOLVER, backend, sims=400)
     result = tree.result()
     for move, proof in zip(result.moves, result.proof):
         board.push(move)
@@ -202,7 +126,7 @@ def test_stalemates_and_drawn_roots_are_proven_draws(backend: str) -> None:
             assert proof == 0
         board.pop()
     assert board.is_legal(result.best_move)
-    assert _after(board, result.best_move, lambda b: b.is_checkmate())
+    assert after(board, result.best_move, lambda b: b.is_checkmate())
 
 
 def test_self_play_plays_the_proven_wins() -> None:
@@ -224,9 +148,9 @@ def test_self_play_plays_the_proven_wins() -> None:
 def test_uci_mate_distance_comes_from_the_proof(backend: str) -> None:
     """A walk limited to 2 plies cannot see a mate in 2 (3 plies); the proof does."""
     board = chess.Board(MATE_IN_2[1])
-    with_solver = _search(board, SOLVER, backend)
+    with_solver = uniform_search(board, SOLVER, backend)
     assert root_lines(with_solver, horizon=2)[0].mate == 2
-    without = _search(board, dataclasses.replace(SOLVER, solver=False), backend)
+    without = uniform_search(board, dataclasses.replace(SOLVER, solver=False), backend)
     assert root_lines(without, horizon=2)[0].mate is None
 
 
@@ -234,8 +158,6 @@ def test_uci_mate_distance_comes_from_the_proof(backend: str) -> None:
 def test_uci_engine_reports_the_proven_mate(backend: str) -> None:
     """End to end: ``go nodes 800`` on a mate in 3 prints ``score mate 3``
     and plays the proven key move."""
-    from tests.test_uci_engine import Session, final_infos
-
     session = Session(backend=backend, leaves_per_batch=1)
     try:
         best, output = session.go(f"position fen {MATE_IN_3[0]}", "go nodes 800")
@@ -245,8 +167,8 @@ def test_uci_engine_reports_the_proven_mate(backend: str) -> None:
     assert first["score"] == "mate 3"
     assert first["pv"].split()[0] == best.uci()
     board = chess.Board(MATE_IN_3[0])
-    assert _after(
+    assert after(
         board,
         best,
-        lambda b: all(_after(b, reply, lambda c: _mates_within(c, 2)) for reply in list(b.legal_moves)),
+        lambda b: all(after(b, reply, lambda c: mates_within(c, 2)) for reply in list(b.legal_moves)),
     )

@@ -17,23 +17,23 @@ import chess
 import numpy as np
 import pytest
 
-from models.evaluation import EvalCache
 from models.hash_evaluator import HashEvaluator
-from models.native_tree import NativeCache, NativeTree, run_native_searches, search_params
+from models.native_tree import NativeTree, run_native_searches, search_params
 from models.search_config import SearchConfig, SearchError, select_move
 from models.search_drivers import run_searches
 from models.search_tree import GameTree
 from pipeline.uci.analysis import root_lines
-from tests.test_gumbel import _assert_same_gumbel, _noise
-from tests.test_native_search import NEAR_MATE, _assert_same
-from tests.test_solver import (
+from tests.helpers import BACKENDS
+from tests.helpers.search_positions import MATE_IN_2, MATE_IN_3, NEAR_MATE
+from tests.helpers.searches import (
     ALGORITHMS,
-    BACKENDS,
-    MATE_IN_2,
-    MATE_IN_3,
-    _after,
-    _assert_proves_mate,
-    _search,
+    after,
+    assert_proves_mate,
+    assert_same,
+    assert_same_gumbel,
+    gumbel_noise,
+    tree_pair,
+    uniform_search,
 )
 
 THREATS = SearchConfig(num_simulations=800, leaves_per_batch=1, cache_size=10_000, solver_threats=True)
@@ -69,7 +69,7 @@ def _allows_mate_in_one(board: chess.Board, move: chess.Move) -> bool:
     try:
         if board.outcome() is not None:
             return False
-        return any(_after(board, reply, lambda b: b.is_checkmate()) for reply in list(board.legal_moves))
+        return any(after(board, reply, lambda b: b.is_checkmate()) for reply in list(board.legal_moves))
     finally:
         board.pop()
 
@@ -79,14 +79,14 @@ def test_uniform_gumbel_with_threats_proves_more_mates_in_3(backend: str) -> Non
     config = dataclasses.replace(THREATS, algorithm="gumbel")
     for fen in GUMBEL_MATE_IN_3:
         board = chess.Board(fen)
-        _assert_proves_mate(board, _search(board, config, backend), 3, config)
+        assert_proves_mate(board, uniform_search(board, config, backend), 3, config)
 
 
 def test_without_threats_uniform_gumbel_misses_most_of_them() -> None:
     config = dataclasses.replace(THREATS, algorithm="gumbel", solver_threats=False)
     proven = 0
     for fen in GUMBEL_MATE_IN_3:
-        tree = _search(chess.Board(fen), config, "native")
+        tree = uniform_search(chess.Board(fen), config, "native")
         proven += tree.root.proof == 1 and tree.root.proof_plies == 5
     assert proven <= 2
 
@@ -96,14 +96,14 @@ def test_without_threats_uniform_gumbel_misses_most_of_them() -> None:
 def test_a_root_whose_every_move_allows_mate_in_one_is_lost_at_expansion(backend: str, algorithm: str) -> None:
     board = chess.Board(ALL_MOVES_ALLOW_MATE)
     config = dataclasses.replace(THREATS, algorithm=algorithm)
-    tree = _search(board, config, backend, sims=1)
+    tree = uniform_search(board, config, backend, sims=1)
     result = tree.result()
     assert sorted(m.uci() for m in result.moves) == ["a7a5", "a7a6", "h8h7"]
     assert list(result.proof) == [-1, -1, -1] and list(result.proof_plies) == [2, 2, 2]
     assert tree.root.proof == -1 and tree.root.proof_plies == 2
     assert root_lines(tree)[0].mate == -1
     # Without the look-ahead one simulation proves nothing.
-    tree = _search(board, dataclasses.replace(config, solver_threats=False), backend, sims=1)
+    tree = uniform_search(board, dataclasses.replace(config, solver_threats=False), backend, sims=1)
     assert tree.root.proof is None
 
 
@@ -115,7 +115,7 @@ def test_one_level_up_a_mate_in_2_is_proven_when_its_key_move_is_expanded(backen
     expanding black's replies."""
     board = chess.Board(MATE_IN_2_BEFORE)
     config = dataclasses.replace(THREATS, algorithm=algorithm)
-    tree = _search(board, config, backend, sims=64)
+    tree = uniform_search(board, config, backend, sims=64)
     result = tree.result()
     assert result.best_move.uci() in ("f6f7", "f6g6")
     index = result.moves.index(result.best_move)
@@ -132,7 +132,7 @@ def test_a_move_allowing_mate_in_one_is_never_played(fen: str, backend: str, alg
     allowing = {move for move in board.legal_moves if _allows_mate_in_one(board, move)}
     assert allowing and len(allowing) < board.legal_moves.count()
     for sims in (1, 8, 64, 300):
-        tree = _search(board, config, backend, sims=sims)
+        tree = uniform_search(board, config, backend, sims=sims)
         assert tree.root.proof != -1  # black has moves that hold: those are searched
         result = tree.result()
         for move, proof, plies, visits in zip(result.moves, result.proof, result.proof_plies, result.visits):
@@ -151,7 +151,7 @@ def test_a_move_into_a_draw_is_not_a_threat_loss(backend: str) -> None:
     comes): it is a proven draw, not a loss; the pawn moves reset the clock
     and are proven losses."""
     board = chess.Board("7k/p4K2/8/8/8/8/8/1R6 b - - 99 80")
-    tree = _search(board, THREATS, backend, sims=1)
+    tree = uniform_search(board, THREATS, backend, sims=1)
     result = tree.result()
     proofs = {m.uci(): (p, n) for m, p, n in zip(result.moves, result.proof, result.proof_plies)}
     assert proofs == {"h8h7": (0, 0), "a7a6": (-1, 2), "a7a5": (-1, 2)}
@@ -172,23 +172,16 @@ EQUALITY_CONFIGS = [
 ]
 
 
-def _pair(board: chess.Board, config: SearchConfig) -> tuple[GameTree, NativeTree]:
-    size = config.cache_size
-    python_tree = GameTree(board.copy(), config, needs_planes=True, cache=EvalCache(size) if size else None)
-    native_tree = NativeTree(board.copy(), config, cache=NativeCache(size) if size else None)
-    return python_tree, native_tree
-
-
 def _search_both(python_tree: GameTree, native_tree: NativeTree, evaluator, seed: int, context: str) -> None:
     """One search in each backend (the same Gumbel draws, from ``seed``) and
     the same visits, values and proofs."""
     gumbel = python_tree.config.algorithm == "gumbel"
-    noise = _noise(python_tree.board, seed) if gumbel else None
+    noise = gumbel_noise(python_tree.board, seed) if gumbel else None
     python_tree.start(gumbel=noise)
     native_tree.start(gumbel=noise)
     run_searches([python_tree], evaluator)
     run_native_searches([native_tree], evaluator)
-    (_assert_same_gumbel if gumbel else _assert_same)(python_tree, native_tree, context)
+    (assert_same_gumbel if gumbel else assert_same)(python_tree, native_tree, context)
     _assert_same_proofs(python_tree, native_tree, context)
 
 
@@ -210,7 +203,7 @@ def test_backends_match_with_threats(algorithm: str, overrides: dict) -> None:
     config = SearchConfig(num_simulations=120, algorithm=algorithm, solver_threats=True, **overrides)
     evaluator = HashEvaluator(seed=3)
     for index, board in enumerate(map(chess.Board, POSITIONS)):
-        python_tree, native_tree = _pair(board, config)
+        python_tree, native_tree = tree_pair(board, config)
         _search_both(python_tree, native_tree, evaluator, index, f"{board.fen()} {algorithm} {overrides}")
 
 
@@ -223,7 +216,7 @@ def test_backends_match_after_advancing_into_a_threat_child(algorithm: str) -> N
     )
     evaluator = HashEvaluator(seed=5)
     board = chess.Board(SOME_MOVES_ALLOW_MATE[0])
-    python_tree, native_tree = _pair(board, config)
+    python_tree, native_tree = tree_pair(board, config)
     lines = [chess.Move.from_uci("d3a6"), None, None]  # a losing move, then the best moves
     for step, forced in enumerate(lines):
         _search_both(python_tree, native_tree, evaluator, step, f"{python_tree.board.fen()} step {step}")

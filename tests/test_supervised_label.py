@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 from models.policy import get_policy_map
+from tests.helpers.stockfish import needs_stockfish
 from zerochess.cli import main
 from pipeline.players.base import PlayerError
-from pipeline.players.stockfish import EngineFailure, find_stockfish
+from pipeline.players.stockfish import EngineFailure
 from pipeline.shards import decode_targets, load_shards, table_to_records, validate_table
 from pipeline.supervised.config import SupervisedConfig
 from pipeline.supervised.labelling import (
@@ -32,17 +33,6 @@ from pipeline.supervised.labelling import (
 )
 from pipeline.supervised.splits import prepare_output
 from pipeline.uci.analysis import value_to_centipawns
-
-
-def _has_stockfish() -> bool:
-    try:
-        find_stockfish()
-    except PlayerError:
-        return False
-    return True
-
-
-needs_stockfish = pytest.mark.skipif(not _has_stockfish(), reason="Stockfish not installed")
 
 
 def test_centipawns_map_to_values_as_the_uci_engine_maps_back() -> None:
@@ -189,7 +179,7 @@ def test_stockfish_labels_real_positions(tmp_path: Path) -> None:
 
 @needs_stockfish
 def test_label_command_on_shards_keeps_games_in_one_split(tmp_path: Path) -> None:
-    from test_training_support import make_shards
+    from tests.helpers.shards import make_shards
 
     source = tmp_path / "selfplay"
     make_shards(source, shards=1, games=3, max_plies=6)

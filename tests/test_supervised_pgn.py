@@ -33,8 +33,9 @@ from pipeline.supervised.splits import (
     is_heldout,
     prepare_output,
 )
+from tests.helpers import ROOT
+from tests.helpers.boards import random_walk
 
-ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "data" / "games" / "zerochess-mixed.pgn.gz"
 
 
@@ -249,13 +250,8 @@ def test_label_smoothing_spreads_mass_over_the_legal_moves(tmp_path: Path) -> No
 def test_fast_fen_equals_python_chess() -> None:
     rng = random.Random(5)
     for _ in range(60):
-        board = chess.Board()
-        for _ in range(rng.randrange(200)):
+        for board in random_walk(rng, rng.randrange(200)):
             assert fast_fen(board) == board.fen()
-            moves = list(board.legal_moves)
-            if not moves:
-                break
-            board.push(rng.choice(moves))
     for fen in ("rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3",
                 "4k3/8/8/8/3pP3/8/8/4K2R b K e3 0 1", "8/8/8/8/8/8/8/K6k w - - 99 80"):
         assert fast_fen(chess.Board(fen)) == chess.Board(fen).fen()

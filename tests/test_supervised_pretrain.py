@@ -15,6 +15,7 @@ from torch import nn
 
 from models.net import AlphaZeroNet, NetConfig
 from pipeline.checkpoint import load_net
+from tests.helpers import ROOT
 from zerochess.cli import main
 from pipeline.shards import decode_targets, load_shards
 from pipeline.supervised.config import SupervisedConfig
@@ -22,7 +23,6 @@ from pipeline.supervised.convert import convert_files
 from pipeline.supervised.pretrain import evaluate_table, legal_mask_batch, load_heldout
 from pipeline.supervised.splits import prepare_output
 
-ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "data" / "games" / "zerochess-mixed.pgn.gz"
 TINY = ["net.blocks=2", "net.filters=16", "net.value_channels=8", "net.value_hidden=64"]
 PRETRAIN = [*TINY, "train.max_steps=300", "train.batch_size=64", "train.optimizer=adam",

@@ -16,7 +16,6 @@ from typing import Any
 import chess
 import chess.pgn
 import pytest
-from run_helpers import have_stockfish
 
 from models.net import AlphaZeroNet
 from pipeline.checkpoint import save_net
@@ -25,6 +24,7 @@ from pipeline.evaluation.match import load_openings
 from pipeline.selfplay import load_start_positions
 from pipeline.supervised.tablebase_labels import probe, table_line
 from pipeline.training.tablebases import tablebase_store
+from tests.helpers.stockfish import needs_stockfish
 
 KQK_WON = "8/8/8/3k4/8/8/8/Q3K3 w - - 0 1"
 KRK_WON = "8/8/8/3k4/8/8/8/R3K3 w - - 0 1"
@@ -33,11 +33,6 @@ KRK_WON = "8/8/8/3k4/8/8/8/R3K3 w - - 0 1"
 @pytest.fixture()
 def dagger(bench_script: Callable[[str], ModuleType]) -> ModuleType:
     return bench_script("table_dagger")
-
-
-@pytest.fixture()
-def learning(bench_script: Callable[[str], ModuleType]) -> Any:
-    return bench_script("learning")
 
 
 @pytest.fixture(scope="module")
@@ -184,7 +179,7 @@ def test_the_rounds_evaluations_make_one_curve(learning: Any, tmp_path: Path) ->
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not have_stockfish(), reason="needs Stockfish")
+@needs_stockfish
 @pytest.mark.usefixtures("local_ray")
 def test_a_dagger_round_plays_labels_trains_on_and_is_evaluated(learning: Any, tmp_path: Path, tables: Path,
                                                                 monkeypatch: pytest.MonkeyPatch,

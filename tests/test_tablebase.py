@@ -20,7 +20,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_training_support import SEARCH
 
 from models.evaluation import UniformEvaluator
 from models.policy import get_policy_map
@@ -33,8 +32,9 @@ from pipeline.training.config import TrainConfig
 from pipeline.training.data import StreamSpec, decode_batch
 from pipeline.training.tablebases import TablebaseError, TablebaseStore, rescore_tablebases
 from pipeline.training.targets import moves_left_targets
+from tests.helpers import ROOT
+from tests.helpers.searches import TINY_SEARCH
 
-ROOT = Path(__file__).resolve().parents[1]
 SMALL = ("KvK", "KQvK", "KRvK", "KBvK", "KNvK")
 
 
@@ -66,7 +66,8 @@ def expected_probe(tables: dict[str, np.ndarray], board: chess.Board) -> tuple[i
     return 0, None
 
 
-def random_board(draw: st.DrawFn, white: str, black: str) -> chess.Board:
+def scattered_pieces(draw: st.DrawFn, white: str, black: str) -> chess.Board:
+    """Kings and the ``white`` and ``black`` pieces (letters) on distinct random squares, either side to move."""
     squares = draw(st.lists(st.integers(0, 63), min_size=2 + len(white) + len(black),
                             max_size=2 + len(white) + len(black), unique=True))  # fmt: skip
     board = chess.Board(None)
@@ -81,7 +82,7 @@ def random_board(draw: st.DrawFn, white: str, black: str) -> chess.Board:
 @st.composite
 def small_positions(draw: st.DrawFn) -> chess.Board:
     white, black = draw(st.sampled_from([("Q", ""), ("R", ""), ("", "Q"), ("", "R"), ("B", ""), ("", "N")]))
-    return random_board(draw, white, black)
+    return scattered_pieces(draw, white, black)
 
 
 @settings(max_examples=400, deadline=None)
@@ -213,7 +214,7 @@ def drawn_rook_and_queen_games() -> list:
     """Self-play rows of KRK/KQK games a uniform search does not win in 16 plies."""
     starts = ["8/8/8/3k4/8/8/8/R5K1 w - - 0 1", "8/8/8/3k4/8/8/8/Q5K1 w - - 0 1"]
     selfplay = SelfPlayConfig(resign_threshold=-1.0, full_search_prob=1.0, games_per_task=4, max_plies=16)
-    records = SelfPlayWorker(UniformEvaluator(), SEARCH, selfplay, start_fens=starts).play(4, 3, id_prefix="tb")
+    records = SelfPlayWorker(UniformEvaluator(), TINY_SEARCH, selfplay, start_fens=starts).play(4, 3, id_prefix="tb")
     return [row for record in records for row in game_positions(record, get_policy_map("az4672"), 0)]
 
 

@@ -7,8 +7,6 @@ fraction of a second each); python-chess checks the mates the labels point to.
 from __future__ import annotations
 
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import chess
@@ -30,8 +28,8 @@ from pipeline.supervised.tablebase_labels import (
     table_policy,
 )
 from pipeline.training.tablebases import TablebaseStore
+from tests.helpers.cli import run_zerochess
 
-ROOT = Path(__file__).resolve().parents[1]
 MATE_IN_ONE = "7k/8/6K1/8/8/8/8/1Q6 w - - 0 1"  # Qb8#
 KRK_BLACK = "8/8/8/3k4/8/8/8/R3K3 b - - 0 1"
 
@@ -134,8 +132,8 @@ def test_label_tablebases_writes_shards_of_exact_labels(folder: Path, tmp_path: 
     fens = [MATE_IN_ONE, KRK_BLACK, "8/8/8/4k3/8/8/8/KN6 w - - 0 1", chess.STARTING_FEN]
     epd.write_text("\n".join(fens) + "\n")
     out = tmp_path / "labels"
-    result = _zerochess("label", "--positions", str(epd), "--tablebases", "--out", str(out),
-                        "--set", "supervised.heldout_fraction=0.0", "--set", f"train.tablebase_dir={folder}")  # fmt: skip
+    result = run_zerochess("label", "--positions", str(epd), "--tablebases", "--out", str(out),
+                           "--set", "supervised.heldout_fraction=0.0", "--set", f"train.tablebase_dir={folder}")  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert '"no-table": 1' in result.stdout
     tables, bad = load_shards(out / "train")  # the shards pass validation
@@ -151,7 +149,8 @@ def test_label_tablebases_writes_shards_of_exact_labels(folder: Path, tmp_path: 
 def test_label_tablebases_refuses_stockfish_options(tmp_path: Path) -> None:
     epd = tmp_path / "positions.epd"
     epd.write_text(MATE_IN_ONE + "\n")
-    result = _zerochess("label", "--positions", str(epd), "--tablebases", "--depth", "4", "--out", str(tmp_path / "o"))
+    result = run_zerochess("label", "--positions", str(epd), "--tablebases", "--depth", "4",
+                           "--out", str(tmp_path / "o"))  # fmt: skip
     assert result.returncode == 2
     assert "--tablebases takes no --depth" in result.stderr
 
@@ -168,8 +167,3 @@ def _positions_of(fens: list[str], folder: Path):
     path = folder / "one.epd"
     path.write_text("\n".join(fens) + "\n")
     return list(positions_from_file(path))
-
-
-def _zerochess(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "zerochess", *args], check=False, cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)  # fmt: skip

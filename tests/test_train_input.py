@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from test_training_support import make_shards
 
 from pipeline.shards import ShardTableError, list_shards, read_shard, select_training_rows
 from pipeline.shards.decode import (
@@ -30,20 +29,13 @@ from pipeline.training.batches import CompactBatch, expand_batch, expand_torch
 from pipeline.training.config import TrainConfig
 from pipeline.training.data import ShardDataModule, WindowDataset, batch_stream
 from pipeline.training.window import build_window
+from tests.helpers.training import same_batches
 
 CONFIG = TrainConfig(batch_size=8, shuffle_buffer=24, seed=3)
 
 native = pytest.importorskip("models._native")
 if not hasattr(native, "decode_rows"):
     pytest.skip("the native core predates decode_rows: rebuild it", allow_module_level=True)
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Three real self-play shards, about half of the rows training rows."""
-    directory = tmp_path_factory.mktemp("shards")
-    make_shards(directory, shards=3, games=3, max_plies=14, full_search_prob=0.5)
-    return directory
 
 
 @pytest.fixture(scope="module")
@@ -57,15 +49,6 @@ def columns(data_dir: Path) -> tuple[np.ndarray, ...]:
     offsets, index = list_numpy(table, "policy_index")
     _, prob = list_numpy(table, "policy_prob")
     return decode_history(table), decode_meta(table), offsets, index, prob
-
-
-def same_batches(left: list[tuple[torch.Tensor, ...]], right: list[tuple[torch.Tensor, ...]]) -> None:
-    assert len(left) == len(right)
-    for a, b in zip(left, right, strict=True):
-        assert len(a) == len(b)
-        for x, y in zip(a, b, strict=True):
-            assert x.dtype == y.dtype and x.shape == y.shape
-            assert torch.equal(x, y)
 
 
 def test_native_rows_equal_the_python_reference(columns: tuple[np.ndarray, ...]) -> None:
@@ -97,9 +80,9 @@ def test_fast_stream_equals_the_reference_stream(
         stream = batch_stream(dataset.spec(0, 1), skip)
         return list(itertools.islice(stream, count))
 
-    same_batches(batches("fast"), batches("reference"))  # more than one epoch
-    same_batches(batches("fast", skip=5, count=4), batches("reference", skip=5, count=4))
-    same_batches(batches("fast", skip=5, count=4), batches("fast")[5:9])
+    assert same_batches(batches("fast"), batches("reference"))  # more than one epoch
+    assert same_batches(batches("fast", skip=5, count=4), batches("reference", skip=5, count=4))
+    assert same_batches(batches("fast", skip=5, count=4), batches("fast")[5:9])
 
 
 def test_an_unknown_decoder_is_refused(data_dir: Path) -> None:
@@ -143,9 +126,9 @@ def test_compact_batches_expand_to_the_same_batches(data_dir: Path) -> None:
     compact = list(itertools.islice(batch_stream(spec, 2, compact=True), 6))
     reference = list(itertools.islice(batch_stream(replace(spec, decoder="reference"), 2), 6))
     assert all(isinstance(batch, CompactBatch) for batch in compact)
-    same_batches([expand_batch(batch) for batch in compact], reference)
+    assert same_batches([expand_batch(batch) for batch in compact], reference)
     torch_planes = [(*expand_torch(batch), *reference[i][2:]) for i, batch in enumerate(compact)]
-    same_batches(torch_planes, reference)
+    assert same_batches(torch_planes, reference)
     with pytest.raises(ValueError, match="fast decoder"):
         next(batch_stream(replace(spec, decoder="reference"), compact=True))
 
@@ -158,4 +141,4 @@ def test_the_data_module_loader_passes_compact_batches(data_dir: Path, tmp_path:
     module.setup("fit")
     got = [module.on_after_batch_transfer(batch, 0) for batch in itertools.islice(module.train_dataloader(), 5)]
     spec = WindowDataset(module.window, replace(CONFIG, loader_workers=1), "az4672", decoder="reference").spec(0, 1)
-    same_batches(got, list(itertools.islice(batch_stream(spec), 5)))
+    assert same_batches(got, list(itertools.islice(batch_stream(spec), 5)))

@@ -11,7 +11,6 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import torch
-from test_training_support import make_shards
 from torch.utils.data import DataLoader
 
 from pipeline.shards import (
@@ -30,16 +29,9 @@ from pipeline.training.data import (
     worker_skip,
 )
 from pipeline.training.window import Piece, TrainDataError, Window, build_window, window_size
+from tests.helpers.training import same_batches
 
 CONFIG = TrainConfig(batch_size=4, shuffle_buffer=16, seed=7)
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Three shards; about half the positions are full searches (training rows)."""
-    directory = tmp_path_factory.mktemp("shards")
-    make_shards(directory, shards=3, games=3, max_plies=10, full_search_prob=0.5)
-    return directory
 
 
 def training_counts(directory: Path) -> list[int]:
@@ -152,14 +144,6 @@ def test_batches_hold_exactly_the_window_rows(data_dir: Path) -> None:
             for i in range(table.num_rows)
         )
     assert got == expected
-
-
-def same_batches(a: list, b: list) -> bool:
-    return len(a) == len(b) and all(
-        torch.equal(x, y)
-        for one, two in zip(a, b, strict=True)
-        for x, y in zip(one, two, strict=True)
-    )
 
 
 def test_the_stream_is_deterministic_under_the_seed(data_dir: Path) -> None:

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import replace
 
-import lightning.pytorch as pl
 import numpy as np
 import pytest
 import torch
-from lightning.pytorch.loggers.logger import Logger
 from torch.utils.data import DataLoader
 
 from models.net import AlphaZeroNet, NetConfig
@@ -19,51 +16,16 @@ from pipeline.training.config import TrainConfig
 from pipeline.training.losses import decayed_weights, loss_terms
 from pipeline.training.module import AlphaZeroModule
 from pipeline.training.optim import StepSchedule, build_optimizer
+from tests.helpers.nets import binary_planes
+from tests.helpers.training import fit_logged
 
 TINY = NetConfig.preset("tiny")
 L2 = 1e-3  # large enough to matter next to the other terms
 
 
-class CaptureLogger(Logger):
-    """Keeps every logged metric in memory."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.steps: dict[int, dict[str, float]] = {}
-
-    @property
-    def name(self) -> str:
-        return "capture"
-
-    @property
-    def version(self) -> str:
-        return "0"
-
-    def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
-        self.steps.setdefault(step or 0, {}).update(metrics)
-
-    def log_hyperparams(self, params: object, *args: object, **kwargs: object) -> None:
-        pass
-
-
-def fit_logged(module: pl.LightningModule, data: object, steps: int) -> dict[int, dict[str, float]]:
-    """Fit ``module`` for ``steps`` steps on CPU (no checkpoints, no bars) and
-    return every step's logged metrics."""
-    logger = CaptureLogger()
-    trainer = pl.Trainer(max_steps=steps, logger=logger, log_every_n_steps=1, accelerator="cpu",
-                         enable_checkpointing=False, enable_progress_bar=False,
-                         enable_model_summary=False)  # fmt: skip
-    if isinstance(data, pl.LightningDataModule):
-        trainer.fit(module, datamodule=data)
-    else:
-        trainer.fit(module, data)
-    return logger.steps
-
-
 def two_positions() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """A batch of 2: random planes, a spread pi and a peaked pi, z = +1 and -1."""
-    generator = torch.Generator().manual_seed(3)
-    planes = torch.randint(0, 2, (2, 119, 8, 8), dtype=torch.uint8, generator=generator)
+    planes = binary_planes(2, seed=3)
     pi = torch.zeros(2, TINY.policy_size)
     pi[0, [10, 200, 3000]] = torch.tensor([0.5, 0.3, 0.2])
     pi[1, 77] = 1.0

@@ -10,17 +10,14 @@ subprocesses writing real local MLflow stores.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import mlflow
 import pytest
 import torch
-from test_training_support import SEARCH, TINY_NET, make_shards
 
 from models.net import ArchitectureMismatchError
 from models.net_evaluator import NetEvaluator
@@ -29,10 +26,14 @@ from pipeline.config import SelfPlayConfig, load_config
 from pipeline.selfplay import SelfPlayWorker
 from pipeline.training.module import net_from_checkpoint
 from pipeline.training.trainer import RunPaths, train
+from tests.helpers import ROOT
+from tests.helpers.cli import run_zerochess, set_args
+from tests.helpers.nets import TINY_NET
+from tests.helpers.searches import TINY_SEARCH
+from tests.helpers.shards import make_shards
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
 STEPS, CHECKPOINT_EVERY, KILL_AT = 10, 3, 8
 SETTINGS = [
     *TINY_NET,
@@ -49,26 +50,8 @@ SETTINGS = [
 
 
 def zerochess_train(data: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    args = [
-        sys.executable,
-        "-m",
-        "zerochess",
-        "train",
-        "--params",
-        "none",
-        "--data",
-        str(data),
-        "--out",
-        str(out),
-        "--no-progress",
-        *extra,
-    ]
-    for item in SETTINGS:
-        args += ["--set", item]
-    env = {key: value for key, value in os.environ.items() if key != "MLFLOW_TRACKING_URI"}
-    return subprocess.run(
-        args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False
-    )
+    return run_zerochess("train", "--params", "none", "--data", str(data), "--out", str(out), "--no-progress", *extra,
+                         *set_args(SETTINGS))  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +120,7 @@ def test_the_exported_net_plays_self_play(runs: dict[str, Path]) -> None:
     selfplay = SelfPlayConfig(
         resign_threshold=-1.0, games_per_task=1, max_plies=4, full_search_prob=1.0
     )
-    records = SelfPlayWorker(NetEvaluator(net), SEARCH, selfplay).play(1, seed=0)
+    records = SelfPlayWorker(NetEvaluator(net), TINY_SEARCH, selfplay).play(1, seed=0)
     assert len(records[0].plies) == 4
 
 

@@ -3,28 +3,24 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import lightning.pytorch as pl
 import pytest
 import torch
-from test_training_support import TINY_NET, make_shards
 
 from models.net import AlphaZeroNet, ArchitectureMismatchError, NetConfig
 from pipeline.checkpoint import save_net
+from tests.helpers.cli import set_args
+from tests.helpers.nets import TINY_CONFIG, TINY_NET
 from zerochess.cli import main
 from pipeline.config import load_config
 from pipeline.training.config import TrainConfig
 from pipeline.training.data import ShardDataModule
 from pipeline.training.module import AlphaZeroModule
 from pipeline.training.trainer import RunPaths, TrainError, train
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    directory = tmp_path_factory.mktemp("shards")
-    make_shards(directory, shards=2, games=4, max_plies=12)
-    return directory
 
 
 class LossRecorder(pl.Callback):
@@ -35,8 +31,9 @@ class LossRecorder(pl.Callback):
         self.losses.append(float(trainer.callback_metrics["loss/total"]))
 
 
-def test_a_tiny_net_learns_a_tiny_dataset(data_dir: Path, tmp_path: Path) -> None:
+def test_a_tiny_net_learns_a_tiny_dataset(shard_folder: Callable[..., Path], tmp_path: Path) -> None:
     """~100 positions, 150 Adam steps: the loss falls by more than half (it starts near log 4672 = 8.4)."""
+    data_dir = shard_folder(shards=2, games=4, max_plies=12)  # every position a full search
     config = TrainConfig(
         batch_size=32,
         max_steps=150,
@@ -74,7 +71,7 @@ def test_an_init_checkpoint_of_another_architecture_fails_clearly(
     data_dir: Path, tmp_path: Path
 ) -> None:
     other = tmp_path / "other.pt"
-    save_net(AlphaZeroNet(NetConfig(blocks=1, filters=4, value_channels=2, value_hidden=16)), other)
+    save_net(AlphaZeroNet(replace(TINY_CONFIG, filters=4)), other)
     config = load_config(None, TINY_NET)
     with pytest.raises(
         ArchitectureMismatchError,
@@ -87,7 +84,7 @@ def test_the_cli_reports_the_mismatch(
     data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     other = tmp_path / "other.pt"
-    save_net(AlphaZeroNet(NetConfig(blocks=2, filters=8, value_channels=2, value_hidden=16)), other)
+    save_net(AlphaZeroNet(replace(TINY_CONFIG, blocks=2)), other)
     args = [
         "train",
         "--params",
@@ -99,8 +96,7 @@ def test_the_cli_reports_the_mismatch(
         "--init-checkpoint",
         str(other),
     ]
-    for item in TINY_NET:
-        args += ["--set", item]
+    args += set_args(TINY_NET)
     assert main(args) == 2
     error = capsys.readouterr().err
     assert (

@@ -55,7 +55,7 @@ def test_bad_settings_name_the_key(key: str, value: object) -> None:
 
 def test_the_window_stream_trains_on_the_chosen_target(tmp_path) -> None:  # noqa: ANN001
     """Real self-play shards through WindowDataset: q rows give the stored root q."""
-    from test_training_support import make_shards
+    from tests.helpers.shards import make_shards
 
     from pipeline.shards import list_shards, read_shard, select_training_rows
     from pipeline.training.data import WindowDataset

@@ -15,7 +15,14 @@ from models.native_tree import NativeTree, run_native_searches
 from models.search_config import SearchConfig, SearchError
 from models.search_drivers import run_searches
 from models.search_tree import GameTree
-from tests.test_native_search import _assert_same, _board_from_moves, _positions, _python_tree, _steered, _tree_pair
+from tests.helpers.boards import board_from_moves
+from tests.helpers.searches import (
+    assert_same,
+    backend_positions,
+    python_tree_of,
+    steered,
+    tree_pair,
+)
 
 OUT_AND_BACK = ["g1f3", "g8f6", "f3g1"]
 """After these the reply f6g8 repeats the start position."""
@@ -54,11 +61,11 @@ def _repeated_nodes(root):  # noqa: ANN001, ANN202 - python search nodes
 
 
 def test_a_repeated_position_below_the_root_is_an_unproven_draw() -> None:
-    board = _board_from_moves(OUT_AND_BACK)
+    board = board_from_moves(OUT_AND_BACK)
     evaluator = HashEvaluator(seed=3)
     for twofold in (False, True):
         config = SearchConfig(num_simulations=800, backend="python", twofold_draw=twofold)
-        tree = _python_tree(board, config, None)
+        tree = python_tree_of(board, config, None)
         _search(tree, evaluator)
         repeated = _repeated_nodes(tree.root)
         assert repeated, "the search never reached a repetition"
@@ -72,7 +79,7 @@ def test_a_repeated_position_below_the_root_is_an_unproven_draw() -> None:
 
 
 def test_the_root_itself_is_never_a_twofold_draw() -> None:
-    board = _board_from_moves([*OUT_AND_BACK, "f6g8"])  # the start position, seen once before
+    board = board_from_moves([*OUT_AND_BACK, "f6g8"])  # the start position, seen once before
     config = SearchConfig(num_simulations=64, twofold_draw=True)
     tree = NativeTree(board, config)
     _search(tree, HashEvaluator(seed=1))
@@ -90,16 +97,16 @@ def test_the_root_itself_is_never_a_twofold_draw() -> None:
 def test_same_visits_as_the_python_search(overrides: dict) -> None:
     config = SearchConfig(num_simulations=96, twofold_draw=True, **overrides)
     evaluator = HashEvaluator(seed=3, aux=True)
-    boards = [*(_board_from_moves(line, fen) for fen, line in REPEATABLE), *_positions()[:8]]
+    boards = [*(board_from_moves(line, fen) for fen, line in REPEATABLE), *backend_positions()[:8]]
     changed = 0
     for board in boards:
-        python_tree, native_tree = _tree_pair(board, config)
+        python_tree, native_tree = tree_pair(board, config)
         _search(python_tree, evaluator)
         _search(native_tree, evaluator)
-        _assert_same(python_tree, native_tree, f"{board.fen()} {overrides}")
-        plain, _ = _tree_pair(board, replace(config, twofold_draw=False))
+        assert_same(python_tree, native_tree, f"{board.fen()} {overrides}")
+        plain, _ = tree_pair(board, replace(config, twofold_draw=False))
         _search(plain, evaluator)
-        changed += _steered(plain.result(), python_tree.result())
+        changed += steered(plain.result(), python_tree.result())
     assert changed >= 2  # the rule is exercised, not only agreed on
 
 
@@ -108,12 +115,12 @@ def test_playing_into_a_twofold_child_reuses_nothing_and_agrees() -> None:
     were two-fold draws in the search, start afresh there, and stay equal."""
     config = SearchConfig(num_simulations=64, twofold_draw=True, leaves_per_batch=4, cache_size=0)
     evaluator = HashEvaluator(seed=5, aux=True)
-    python_tree = _python_tree(chess.Board(), config, None)
+    python_tree = python_tree_of(chess.Board(), config, None)
     native_tree = NativeTree(chess.Board(), config)
     for step, uci in enumerate(["g1f3", "g8f6", "f3g1", "f6g8", "g1f3", "g8f6", "f3g1"]):
         _search(python_tree, evaluator)
         _search(native_tree, evaluator)
-        _assert_same(python_tree, native_tree, f"step {step}")
+        assert_same(python_tree, native_tree, f"step {step}")
         move = chess.Move.from_uci(uci)
         child = python_tree.root.children[python_tree.root.moves.index(move)]
         was_draw = child is not None and child.terminal_value is not None

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,13 +16,14 @@ import torch
 
 from models.net import AlphaZeroNet, NetConfig
 from pipeline.checkpoint import save_net
+from tests.helpers import ROOT
+from tests.helpers.cli import zerochess_command
 
-ROOT = Path(__file__).resolve().parents[1]
 START_TIMEOUT_S = 120.0  # importing torch on a busy shared machine
 
 
 def uci_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "zerochess", "uci", "--params", "none", *args]
+    return zerochess_command("uci", "--params", "none", *args)
 
 
 @pytest.fixture(scope="module")

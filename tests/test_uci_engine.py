@@ -2,112 +2,24 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 
 import chess
 import pytest
 
-from models.evaluation import UniformEvaluator
-from models.search_config import SearchConfig
-from pipeline.uci.engine import UciEngine, UciWriter
-from pipeline.uci.player import NetPlayer
-
-WAIT_S = 30.0  # generous: the machine is shared
+from pipeline.uci.engine import UciWriter
+from tests.helpers.search_positions import MATED_IN_ONE, SIMPLE_MATES_IN_ONE
+from tests.helpers import BACKENDS
+from tests.helpers.uci import WAIT_S, Session, Transcript, final_infos
 
 
-class Transcript:
-    """A text stream that collects whole lines and lets a test wait for one."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self._partial = ""
-        self._changed = threading.Condition()
-
-    def write(self, text: str) -> int:
-        with self._changed:
-            self._partial += text
-            *complete, self._partial = self._partial.split("\n")
-            self.lines.extend(complete)
-            self._changed.notify_all()
-        return len(text)
-
-    def flush(self) -> None:
-        pass
-
-    def wait_for(self, prefix: str, after: int = 0, timeout: float = WAIT_S) -> str:
-        """The first line from index ``after`` that starts with ``prefix``."""
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while True:
-                for line in self.lines[after:]:
-                    if line.startswith(prefix):
-                        return line
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise AssertionError(
-                        f"no line starting with {prefix!r} in {self.lines[after:]}"
-                    )
-                self._changed.wait(left)
-
-    def since(self, after: int) -> list[str]:
-        with self._changed:
-            return list(self.lines[after:])
-
-
-class Session:
-    """An engine and its output."""
-
-    def __init__(self, **config: object) -> None:
-        self.out = Transcript()
-        self.threads: list[int] = []
-        player = NetPlayer(UniformEvaluator(), SearchConfig(**config))  # type: ignore[arg-type]
-        self.engine = UciEngine(
-            player, UciWriter(self.out), set_threads=self.threads.append, threads=1
-        )
-
-    def send(self, *lines: str) -> int:
-        """Send lines; return the transcript index before them."""
-        mark = len(self.out.lines)
-        for line in lines:
-            assert self.engine.handle(line)
-        return mark
-
-    def go(self, *lines: str) -> tuple[chess.Move | None, list[str]]:
-        """Send lines ending with a ``go``; wait for ``bestmove``; return it and the output."""
-        mark = self.send(*lines)
-        best = self.out.wait_for("bestmove", mark).split()[1]
-        output = self.out.since(mark)
-        return (None if best == "(none)" else chess.Move.from_uci(best)), output
-
-
-@pytest.fixture(params=["native", "python"])
+@pytest.fixture(params=BACKENDS)
 def session(request: pytest.FixtureRequest) -> Iterator[Session]:
     """An engine on each search backend."""
     session = Session(backend=request.param)
     yield session
     session.engine.handle("quit")
-
-
-def final_infos(output: list[str]) -> list[dict[str, str]]:
-    """The last block of ``info ... pv`` lines before ``bestmove``, as key -> value."""
-    infos = [line for line in output if line.startswith("info depth")]
-    parsed = []
-    for line in infos:
-        tokens = line.split()[1:]
-        fields: dict[str, str] = {}
-        while tokens:
-            key = tokens.pop(0)
-            if key == "pv":
-                fields[key], tokens = " ".join(tokens), []
-            elif key == "score":
-                fields[key] = f"{tokens.pop(0)} {tokens.pop(0)}"
-            else:
-                fields[key] = tokens.pop(0)
-        parsed.append(fields)
-    last_first = max(i for i, fields in enumerate(parsed) if fields["multipv"] == "1")
-    return parsed[last_first:]
 
 
 def test_handshake_declares_id_options_and_uciok(session: Session) -> None:
@@ -153,8 +65,7 @@ def test_mate_in_one_is_announced_and_played(session: Session) -> None:
     assert final_infos(output)[0]["score"] == "mate 1"
 
 
-MATE_IN_ONE = "6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1"  # a1a8 mates: the solver proves the root at once
-MATED_IN_ONE = "7k/8/6K1/8/8/8/8/R7 b - - 0 1"  # h8g8 is forced, then a1a8 mates: every move proven
+MATE_IN_ONE = SIMPLE_MATES_IN_ONE[0][0]  # a1a8 mates: the solver proves the root at once
 VISITS_PER_EVALUATION = 20
 """Most simulations evaluate a new leaf; the ones ending at a game end or in
 the cache do not, but never a hundred in a row as when a proof was replayed."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import types
@@ -18,6 +17,7 @@ from models.net_evaluator import NetEvaluator
 from pipeline.checkpoint import save_net
 from pipeline.config import Config, load_config
 from pipeline.uci.loading import NetworkSelectionError, find_checkpoint_file, load_player
+from tests.helpers.cli import run_zerochess
 
 
 @pytest.fixture
@@ -212,14 +212,8 @@ def test_the_champion_is_read_from_the_run_folder_unless_a_store_is_named(
 
 
 def test_uci_champion_of_a_run_without_a_store_names_the_store(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
-    result = subprocess.run(
-        [sys.executable, "-m", "zerochess", "uci", "--checkpoint", "champion", "--run", str(tmp_path / "nope")],
-        input="uci\nquit\n", capture_output=True, text=True, env=env, timeout=120, check=False,
-    )
+    result = run_zerochess("uci", "--checkpoint", "champion", "--run", str(tmp_path / "nope"), stdin="uci\nquit\n",
+                           timeout=120)  # fmt: skip
     assert result.returncode == 2, result.stderr
     assert str(tmp_path / "nope" / "mlflow.db") in result.stderr
     assert "Traceback" not in result.stderr

@@ -18,7 +18,8 @@ from pipeline.players.random_moves import nth_move, pseudo_legal_groups, random_
 from pipeline.players.uct import UCTPlayer
 from pipeline.players.uct_search import adjudicate, rave_beta, rave_value, ucb1_bonus
 from pipeline.selfplay.adjudication import material_balance
-from tests.search_positions import SIMPLE_MATES_IN_ONE
+from tests.helpers.boards import random_board, random_walk
+from tests.helpers.search_positions import SIMPLE_MATES_IN_ONE
 
 # An undefended queen en prise to a knight, for each side.
 HANGING_QUEENS = [
@@ -32,18 +33,6 @@ OPENINGS = [
     "rnbqkbnr/pp1ppppp/8/2p5/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2",  # Sicilian
     "rnbqkbnr/ppp1pppp/8/3p4/2PP4/8/PP2PPPP/RNBQKBNR b KQkq - 0 2",  # Queen's Gambit
 ]
-
-
-def random_board(seed: int, plies: int) -> chess.Board:
-    """The position after up to ``plies`` uniformly random moves (with its move stack)."""
-    rng = random.Random(seed)
-    board = chess.Board()
-    for _ in range(plies):
-        moves = list(board.legal_moves)
-        if not moves or board.is_insufficient_material():
-            break
-        board.push(rng.choice(moves))
-    return board
 
 
 def fast(**kwargs: object) -> UCTPlayer:
@@ -109,17 +98,11 @@ def test_terminal_value_rules() -> None:
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), plies=st.integers(0, 160))
 def test_pseudo_legal_groups_are_python_chess_moves(seed: int, plies: int) -> None:
-    rng = random.Random(seed)
-    board = chess.Board()
-    for _ in range(plies):
+    for board in random_walk(seed, plies):
         groups, total = pseudo_legal_groups(board)
         got = [nth_move(groups, i) for i in range(total)]
         assert len(got) == len(set(got))
         assert set(got) == set(board.generate_pseudo_legal_moves()), board.fen()
-        moves = list(board.legal_moves)
-        if not moves:
-            break
-        board.push(rng.choice(moves))
 
 
 @pytest.mark.parametrize(

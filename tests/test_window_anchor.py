@@ -6,13 +6,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from test_training_support import make_shards
 
 from pipeline.config import ConfigError, load_config
 from pipeline.shards import list_shards
 from pipeline.training.config import TrainConfig
 from pipeline.training.data import StreamSpec, batch_stream, load_group
 from pipeline.training.window import TrainDataError, anchor_pieces, build_window, count_training_rows
+from tests.helpers.shards import make_shards
 
 
 @pytest.fixture(scope="module")

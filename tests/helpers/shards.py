@@ -1,7 +1,5 @@
-"""Shared helpers of the training tests: small shard folders made by real self-play.
-
-Imported by the other ``test_training*.py`` modules; it holds no tests itself.
-"""
+"""Shard folders made by real self-play (uniform evaluator, a short search),
+and a stream spec over the training rows of such a folder."""
 
 from __future__ import annotations
 
@@ -9,15 +7,14 @@ from pathlib import Path
 
 from models.evaluation import UniformEvaluator
 from models.policy import get_policy_map
-from models.search_config import SearchConfig
 from pipeline.config import SelfPlayConfig
 from pipeline.selfplay import SelfPlayWorker, game_positions
 from pipeline.shards import records_to_table, write_shard
+from pipeline.training.config import TrainConfig
+from pipeline.training.data import StreamSpec
+from pipeline.training.window import build_window
 
-SEARCH = SearchConfig(num_simulations=16, leaves_per_batch=4)
-
-TINY_NET = ["net.blocks=1", "net.filters=8", "net.value_channels=2", "net.value_hidden=16"]
-"""``--set`` overrides of a very small network for the training tests."""
+from .searches import TINY_SEARCH
 
 
 def make_shards(
@@ -38,7 +35,7 @@ def make_shards(
         max_plies=max_plies,
         fast_simulations=4,
     )
-    worker = SelfPlayWorker(UniformEvaluator(), SEARCH, selfplay)
+    worker = SelfPlayWorker(UniformEvaluator(), TINY_SEARCH, selfplay)
     policy_map = get_policy_map(encoding)
     paths = []
     for index in range(shards):
@@ -47,3 +44,15 @@ def make_shards(
         rows = [row for record in records for row in game_positions(record, policy_map, generation)]
         paths.append(write_shard(records_to_table(rows), directory, task))
     return paths
+
+
+STREAM_BATCH = 16
+"""The batch size of :func:`stream_spec` (and :data:`STREAM_CONFIG`)."""
+STREAM_CONFIG = TrainConfig(batch_size=STREAM_BATCH, window_positions=100_000, shuffle_buffer=100_000, seed=3)
+"""A window that takes every shard of a test folder, for the continuous trainer's stream."""
+
+
+def stream_spec(directory: Path, batch: int = STREAM_BATCH, shuffle: int = 100_000) -> StreamSpec:
+    """The continuous trainer's stream spec over every training row of ``directory`` (seed 3, consumer 0)."""
+    window = build_window(directory, STREAM_CONFIG, "az4672")
+    return StreamSpec(window.pieces, batch, shuffle, seed=3, consumer=0, policy_encoding="az4672")

@@ -1,5 +1,6 @@
 """Checkpoint files a command must refuse (and one it must take), for the
-bad-input tests: written once per module by a fixture."""
+bad-input tests (``tests/test_bad_input_matrix.py``, ``test_rate_cli.py``):
+written once per module by a fixture."""
 
 from __future__ import annotations
 
@@ -13,13 +14,13 @@ def write_nets(root: Path) -> None:
     ``a_file`` (not a folder)."""
     import torch
 
-    from models.net import AlphaZeroNet, NetConfig, net_state
+    from models.net import net_state
     from pipeline.checkpoint import save_net
 
-    tiny = NetConfig(blocks=1, filters=8, value_channels=4, value_hidden=16)
-    torch.manual_seed(0)
-    save_net(AlphaZeroNet(tiny), root / "good.pt")
-    state = net_state(AlphaZeroNet(tiny))
+    from .nets import tiny_net
+
+    save_net(tiny_net(), root / "good.pt")
+    state = net_state(tiny_net())
     state["config"] = {**state["config"], "filters": 16}
     torch.save(state, root / "arch.pt")
     (root / "corrupt.pt").write_bytes(b"\x80\x02\x8a\x0a" + os.urandom(3000))

@@ -1,5 +1,6 @@
-"""Helpers for the tests that drive a real ``zerochess run`` in a child process
-(``tests/test_chaos.py``, ``tests/test_async_loop.py``, ``tests/test_cluster_local.py``):
+"""A real ``zerochess run`` in a child process, for the tests that drive one
+(``tests/test_chaos.py``, ``test_async_loop.py``, ``test_cluster_local.py``,
+``test_budget.py``, ``test_retention.py``, ``test_scale.py``):
 the run's ledgers, its processes (found by a tag in their environment or by
 Ray's temp dir), a driver watched by a fault injector, and the checks of a
 finished async run (every game once, every MLflow run FINISHED).
@@ -20,7 +21,9 @@ from typing import Any, Protocol
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from . import ROOT
+from .cli import child_env, set_args, zerochess_command
+
 TAG_ENV = "ZEROCHESS_CHAOS_TAG"
 # The three roles of a tiny async run fit the two logical CPUs of this machine.
 FIT_TWO_CPUS: dict[str, Any] = {
@@ -139,20 +142,17 @@ def stop_all(procs: list[Any], grace_s: float = 10.0) -> None:
 def run_command(out: Path, overrides: dict[str, Any]) -> list[str]:
     """``zerochess -v run --preset tiny --out OUT --no-live --set K=V ...``: ``-v``
     for the stage lines and log records the tests read on stderr (a resumed
-    training, Lightning's checkpoint restore)."""
+    training, Lightning's checkpoint restore); the venv's ``zerochess`` script
+    where there is one (the process names a user sees)."""
     script = Path(sys.executable).with_name("zerochess")
-    head = [str(script)] if script.exists() else [sys.executable, "-m", "zerochess"]
-    sets = [arg for key, value in overrides.items() for arg in ("--set", f"{key}={value}")]
-    return [*head, "-v", "run", "--preset", "tiny", "--out", str(out), "--no-live", *sets]
+    args = ["-v", "run", "--preset", "tiny", "--out", str(out), "--no-live", *set_args(overrides)]
+    return [str(script), *args] if script.exists() else zerochess_command(*args)
 
 
 def run_env(**extra: str) -> dict[str, str]:
     """This environment for a child run: Ray auth off (a throwaway cluster),
     no inherited MLflow store or Ray address, plus ``extra``."""
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled", **extra}
-    for name in ("MLFLOW_TRACKING_URI", "RAY_ADDRESS"):
-        env.pop(name, None)
-    return env
+    return child_env("disabled", **extra)
 
 
 class Injector(Protocol):
@@ -260,13 +260,3 @@ def assert_mlflow(out: Path, candidates: int) -> list[Any]:
     assert max(m.step for m in by_positions) > max(m.step for m in by_step)  # positions, not steps
     return runs
 
-
-def have_stockfish() -> bool:
-    """Whether a Stockfish binary can be found (PATH or Debian's /usr/games)."""
-    from pipeline.players.stockfish import find_stockfish
-
-    try:
-        find_stockfish()
-    except Exception:  # noqa: BLE001 - any failure: no engine here
-        return False
-    return True

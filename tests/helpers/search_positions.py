@@ -1,9 +1,11 @@
 """Positions with one known right answer, and a scripted evaluator, shared
-by ``tests/test_gumbel.py`` and ``bench/gumbel.py`` (and the hand-made mates
-of :data:`SIMPLE_MATES_IN_ONE` by ``tests/test_search.py`` and ``tests/test_uct.py``).
+by the search tests (``tests/test_gumbel.py``, ``test_search.py``,
+``test_uct.py``, ``test_native_search.py``, ``test_solver*.py``,
+``test_uci_engine.py``) and ``bench/gumbel.py``.
 
-The positions come from random games (20+ moves each); their answers were
-checked by brute force with python-chess.
+The positions of :data:`FREE_QUEEN` and :data:`MATE_IN_ONE` come from random
+games (20+ moves each); their answers, and the mates of :data:`MATE_IN_2` and
+:data:`MATE_IN_3`, were checked by brute force with python-chess.
 """
 
 from __future__ import annotations
@@ -55,6 +57,35 @@ SIMPLE_MATES_IN_ONE = [
     ("k7/8/1K6/8/8/8/8/2Q5 w - - 0 1", "c1c8"),
 ]
 """Hand-made mates in one with few pieces (FEN, the mating move)."""
+
+MATED_IN_ONE = "7k/8/6K1/8/8/8/8/R7 b - - 0 1"
+"""Black's h8g8 is forced, then a1a8 mates: every move of the root is proven lost."""
+
+NEAR_MATE = [
+    "6k1/5ppp/8/8/8/8/5PPP/3R2K1 w - - 0 1",  # back-rank mate in one
+    "r1bqkb1r/pppp1ppp/2n2n2/4p2Q/2B1P3/8/PPPP1PPP/RNB1K1NR w KQkq - 4 4",  # Qxf7#
+    "7k/5Q2/6K1/8/8/8/8/8 w - - 0 1",  # mates and stalemates around
+    "k7/8/1K6/8/8/8/8/7R w - - 0 1",  # rook mate in one
+]
+"""Positions with a mate in one (and stalemates) among their moves."""
+
+MATE_IN_2 = [
+    "8/8/8/8/1R6/7k/8/5K2 w - - 0 1",
+    "7k/8/8/R5K1/8/8/8/8 w - - 0 1",
+    "8/8/8/8/8/8/k1K5/3R4 w - - 0 1",
+    "8/8/8/7R/8/K7/8/1k6 w - - 0 1",
+    "8/8/8/8/Q1K5/8/8/1k6 w - - 0 1",
+    "8/8/8/8/8/3QK3/7k/8 w - - 0 1",
+    "8/8/5K2/8/7k/2Q5/8/8 w - - 0 1",
+    "8/8/8/8/K7/8/6Q1/1k6 w - - 0 1",
+]
+"""White mates in 2 and no faster (brute force)."""
+
+MATE_IN_3 = [
+    "k1K1R3/8/8/8/8/8/8/8 w - - 0 1",
+    "8/8/8/8/8/8/8/1R3K1k w - - 0 1",
+]
+"""White mates in 3 and no faster (brute force)."""
 
 PIECE_VALUES = np.array([1, 3, 3, 5, 9, 0, -1, -3, -3, -5, -9, 0], dtype=np.float32)
 MATERIAL = {

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import ray
@@ -204,6 +205,13 @@ def join_cluster(address: str) -> None:
 def cluster_resources() -> dict[str, float]:
     """The resources of the Ray cluster this process has joined (``ray.cluster_resources``)."""
     return ray.cluster_resources()
+
+
+def send_by_value(module: ModuleType) -> None:
+    """Have Ray send ``module``'s classes and functions to its workers by
+    value rather than by name: for a module the workers cannot import (a
+    script's neighbour in ``bench/``, loaded from its folder)."""
+    ray.cloudpickle.register_pickle_by_value(module)
 
 
 def shutdown_ray() -> None:

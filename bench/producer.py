@@ -1,6 +1,10 @@
 """Shard *producers*: stand-ins for the async loop's self-play actors that skip
 the search and write valid shards at a set rate (``bench/scale.py``).
 
+A benchmark's stand-in, so it lives here, not in ``actors/``: the Ray workers
+cannot import a module of ``bench/``, so whoever makes a Ray actor of these
+classes first calls :func:`actors.runtime.send_by_value` on this module.
+
 A producer has :class:`actors.roles.PoolActor`'s interface (``ready()`` and
 ``play(task, seed, games, version, weights)`` returning the same summary),
 so the real driver, trainer and gatekeeper run unchanged around it.  Its

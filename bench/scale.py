@@ -2,7 +2,7 @@
 gatekeeper (``run.mode: async``, :func:`actors.async_loop.run_async`) on a
 local multi-node Ray cluster (``ray.cluster_utils.Cluster``: a head for the
 driver and the gatekeeper, ``--nodes`` self-play nodes, a trainer node), with
-the self-play actors replaced by *producers* (:mod:`actors.producer`) that
+the self-play actors replaced by *producers* (``bench/producer.py``) that
 skip the search and write valid shards (the real schema, rows of real
 self-play games tiled to ``--games`` games a task, fresh game ids) at
 ``--rate`` positions/s each.
@@ -52,7 +52,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from common import number_list  # noqa: E402  (bench/, this script's folder)
+import producer  # noqa: E402  (bench/, this script's folder)
+from common import number_list  # noqa: E402
 
 SUSTAINED = 0.9
 """Share of the offered rate a point must record to count as sustained."""
@@ -183,7 +184,7 @@ def run_point(args: argparse.Namespace, producers: int, rate: float, template: s
     import ray
 
     from actors.async_loop import run_async
-    from actors.producer import HubProducers, ProducerHub
+    from actors.runtime import send_by_value
     from pipeline.async_status import AsyncStatus, AsyncStatusBoard
     from pipeline.config import to_dict
     from pipeline.loop.resources import check_resources
@@ -197,8 +198,9 @@ def run_point(args: argparse.Namespace, producers: int, rate: float, template: s
     plain = to_dict(config)
     hubs_n = min(producers, args.nodes)
     per_hub = [len(range(i, producers, hubs_n)) for i in range(hubs_n)]
+    send_by_value(producer)  # the workers cannot import bench/producer.py
     hubs = [ray.remote(num_cpus=n * args.producer_cpus, resources={"selfplay": n}, max_concurrency=2 * n + 4,
-                       max_restarts=0)(ProducerHub).remote(plain, str(shards), template, rate)
+                       max_restarts=0)(producer.ProducerHub).remote(plain, str(shards), template, rate)
             for n in per_hub]  # fmt: skip
     ray.get([hub.cpu_s.remote() for hub in hubs])
     hub_cpu0, hub_t0 = sum(ray.get([hub.cpu_s.remote() for hub in hubs])), time.time()
@@ -224,7 +226,7 @@ def run_point(args: argparse.Namespace, producers: int, rate: float, template: s
     clock = threading.Thread(target=timer, daemon=True)
     clock.start()
     try:
-        run_async(config, out, pool_actor=HubProducers(hubs), stop=stop, board=board,
+        run_async(config, out, pool_actor=producer.HubProducers(hubs), stop=stop, board=board,
                   on_event=lambda text: note(events, text, args.events))  # fmt: skip
         hub_cpu1 = sum(ray.get([hub.cpu_s.remote() for hub in hubs]))
         window["hub_t1"] = time.time()
@@ -318,13 +320,11 @@ def limit(point: Point) -> str:
 
 def producer_cost(template: str, games: int, folder: str) -> float:
     """CPU seconds per position of one producer shard (median of 3), measured here."""
-    from actors.producer import Producer
-
-    producer = Producer({}, folder, template, 0.0)
+    stand_in = producer.Producer({}, folder, template, 0.0)
     costs = []
     for index in range(3):
         started = time.process_time()
-        summary = producer.play(f"gen0000-task{index:05d}", 0, games, 0, [])
+        summary = stand_in.play(f"gen0000-task{index:05d}", 0, games, 0, [])
         costs.append((time.process_time() - started) / summary["positions"])
     return statistics.median(costs)
 
@@ -357,14 +357,13 @@ def main(argv: list[str] | None = None) -> list[Point]:
     import ray
     from ray.cluster_utils import Cluster
 
-    from actors.producer import make_template
     from pipeline.config import to_dict
 
     counts, rates = args.producers, args.rate
     work = Path(tempfile.mkdtemp(prefix="zc-bench-scale-"))
     template_config = to_dict(config_for(args, 1))
     template_config["selfplay"]["max_plies"] = 160
-    template = make_template(template_config, str(work / "template"), args.template_games)
+    template = producer.make_template(template_config, str(work / "template"), args.template_games)
     cost = producer_cost(template, args.games, str(work / "cost"))
     for producers in counts:  # bad input fails before the cluster starts
         for rate in rates:

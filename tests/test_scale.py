@@ -1,6 +1,6 @@
 """The async driver's scale path (``bench/scale.py``, issue 23):
 
-* a producer (``actors/producer.py``) writes a valid shard of real rows with
+* a producer (``bench/producer.py``) writes a valid shard of real rows with
   fresh game ids and answers with a digest that the driver's check accepts;
   a truncated or rewritten shard fails the check;
 * ``games.jsonl`` kept compact: batched lines, totals kept as lines are
@@ -25,21 +25,30 @@ from typing import Any
 import pytest
 
 from pipeline.config import load_config, to_dict
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> str:
+def producer_module(bench_script: Callable[[str], ModuleType]) -> ModuleType:
+    """``bench/producer.py``, sent to Ray's workers by value (they cannot import it)."""
+    from actors.runtime import send_by_value
+
+    module = bench_script("producer")
+    send_by_value(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def template(producer_module: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> str:
     """Two real self-play games (tiny net, 24 plies at most)."""
-    from actors.producer import make_template
-
     config = to_dict(load_config(ROOT / "params.yaml", preset="tiny", overrides=["selfplay.max_plies=24"]))
-    return make_template(config, str(tmp_path_factory.mktemp("template")), 2)
+    return producer_module.make_template(config, str(tmp_path_factory.mktemp("template")), 2)
 
 
-def test_a_producer_writes_a_valid_shard_the_driver_accepts(template: str, tmp_path: Path) -> None:
-    from actors.producer import Producer
+def test_a_producer_writes_a_valid_shard_the_driver_accepts(
+    producer_module: ModuleType, template: str, tmp_path: Path
+) -> None:
+    Producer = producer_module.Producer
     from pipeline.shards import ShardError, read_shard
     from pipeline.shards.store import ShardDigest, verify_shard
 
@@ -62,8 +71,10 @@ def test_a_producer_writes_a_valid_shard_the_driver_accepts(template: str, tmp_p
         verify_shard(first["path"], digest)
 
 
-def test_a_producer_rate_below_zero_names_the_setting(template: str, tmp_path: Path) -> None:
-    from actors.producer import Producer, ProducerError
+def test_a_producer_rate_below_zero_names_the_setting(
+    producer_module: ModuleType, template: str, tmp_path: Path
+) -> None:
+    Producer, ProducerError = producer_module.Producer, producer_module.ProducerError
 
     with pytest.raises(ProducerError, match="rate"):
         Producer({}, str(tmp_path), template, rate=-1.0)
@@ -110,8 +121,10 @@ def test_the_games_book_batches_lines_and_keeps_totals(tmp_path: Path) -> None:
     assert again.ids_of({"gen0000-task00000"}) == {"gen0000-task00000": [f"gen0000-task00000-{k:05d}" for k in range(3)]}
 
 
-def test_the_window_index_reads_only_new_shards(template: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from actors.producer import Producer
+def test_the_window_index_reads_only_new_shards(
+    producer_module: ModuleType, template: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Producer = producer_module.Producer
     from pipeline.training import window
     from pipeline.training.config import TrainConfig
     from pipeline.training.window import WindowIndex, build_window
@@ -138,10 +151,12 @@ def test_the_window_index_reads_only_new_shards(template: str, tmp_path: Path, m
     assert index.refresh() == 0
 
 
-def test_the_window_takes_the_shards_that_landed_last(template: str, tmp_path: Path) -> None:
+def test_the_window_takes_the_shards_that_landed_last(
+    producer_module: ModuleType, template: str, tmp_path: Path
+) -> None:
     """A task handed out early that lands late is the newest shard for the window,
     not one sorted below a window already full of later task names."""
-    from actors.producer import Producer
+    Producer = producer_module.Producer
     from pipeline.training.config import TrainConfig
     from pipeline.training.window import WindowIndex, build_window
 
@@ -164,13 +179,15 @@ def test_the_window_takes_the_shards_that_landed_last(template: str, tmp_path: P
 
 
 @pytest.mark.slow
-def test_the_driver_records_producer_shards_and_stops(local_ray: Any, template: str, tmp_path: Path) -> None:
+def test_the_driver_records_producer_shards_and_stops(
+    local_ray: Any, producer_module: ModuleType, template: str, tmp_path: Path
+) -> None:
     """The real driver with producers as its pool: shards recorded with their
     digests in batched lines; ``stop`` ends the run resumable."""
-    from run_helpers import FIT_TWO_CPUS
+    from tests.helpers.runs import FIT_TWO_CPUS
 
     from actors.async_loop import run_async
-    from actors.producer import Producer
+    Producer = producer_module.Producer
 
     overrides = [f"{k}={v}" for k, v in FIT_TWO_CPUS.items()]
     config = load_config(ROOT / "params.yaml", preset="tiny", overrides=[*overrides, "selfplay.cpus_per_worker=0.25",

@@ -111,8 +111,8 @@ class GamesSettings:
 class SelfPlayRules:
     """The rules only self-play has (pipeline.selfplay.SelfPlayWorker's),
     with the defaults of ``params.yaml``'s ``selfplay`` section, which extends
-    this class (:class:`pipeline.selfplay.config.SelfPlayConfig`; its fields
-    are documented there).  :data:`NO_ADJUDICATION` plays every move with the
+    this class (:class:`pipeline.selfplay.config.SelfPlayConfig`).
+    :data:`NO_ADJUDICATION` plays every move with the
     full search and never resigns.
 
     A ``full_search_prob`` share of moves get the full search, the others
@@ -126,14 +126,31 @@ class SelfPlayRules:
     """
 
     full_search_prob: float = 0.25
+    """playout cap randomization (KataGo): the share of moves searched with
+    ``search.num_simulations`` and recorded as training targets; the others get
+    ``fast_simulations``, no noise, and are stored with ``full_search = false``.  1.0 turns it
+    off."""
     fast_simulations: int = 32
+    """simulations of a fast (cheap) search."""
     resign_threshold: float = -0.95
+    """a side resigns when its root value stays below this for ``resign_plies`` consecutive own
+    moves; -1 disables resigning."""
     resign_plies: int = 3
+    """consecutive own moves below the threshold to resign."""
     resign_playthrough: float = 0.1
+    """share of games where resigning is disabled, to measure how often a resignation would have
+    been wrong."""
     draw_adjudication_plies: int = 0
+    """not AlphaZero (lc0/KataGo practice): a game of at least this many plies whose root |q|
+    stayed below ``draw_adjudication_q`` for its last ``draw_adjudication_window`` plies (either
+    side's searches) ends as a draw, z = 0 (termination ``draw_adjudicated``); 0 turns it off."""
     draw_adjudication_window: int = 20
+    """consecutive plies of small root |q| that adjudicate a draw."""
     draw_adjudication_q: float = 0.05
+    """root |q| below which a ply counts as drawish."""
     draw_adjudication_playthrough: float = 0.1
+    """share of games where draw adjudication is disabled, to measure how often an adjudicated
+    draw would have been a decisive game (``false_draws``)."""
 
     key_prefix: ClassVar[str] = ""
     """Put before a field's name in error messages (``selfplay.`` for the config section)."""

@@ -109,44 +109,34 @@ def _check_int(name: str, value: object, minimum: int) -> None:
 
 @dataclass(frozen=True)
 class NetConfig:
-    """Architecture of an :class:`AlphaZeroNet`.
-
-    Attributes:
-        blocks: Number of residual blocks in the trunk (>= 1).
-        filters: Channels of the stem, every residual block and the policy
-            head's 3x3 convolution (>= 1).
-        se_ratio: Squeeze-excitation reduction ratio. ``0`` disables SE;
-            otherwise every block gets an lc0-style SE unit with
-            ``filters // se_ratio`` hidden units that outputs a per-channel
-            sigmoid scale and additive bias (needs ``se_ratio <= filters``).
-        policy_encoding: ``"az4672"`` (73x8x8 logits, flattened) or
-            ``"lc0_1858"`` (1858 logits gathered from the 4672 by the index
-            vector of ``models.policy.get_policy_map("lc0_1858")``).
-        value_channels: Output channels of the value head's 1x1 convolution
-            (AlphaZero: 1, lc0: 32).
-        value_hidden: Width of the value head's hidden fully connected layer
-            (AlphaZero: 256).
-        value_head: ``"scalar"`` (AlphaZero: one ``tanh`` value) or ``"wdl"``
-            (lc0: three logits, win/draw/loss for the side to move, trained
-            with cross-entropy; the value the search sees is ``W - L``).
-        soft_policy: KataGo's auxiliary soft-policy output: a second set of
-            policy logits trained on the policy target raised to 1/4 and
-            renormalised (``train.soft_policy_weight``); the search never
-            reads it.
-        moves_left: add lc0's moves-left head (plies to the game's end, its
-            value and hidden sizes those of the value head); the search can
-            use it (``search.moves_left_*``).
-    """
+    """Architecture of an :class:`AlphaZeroNet`."""
 
     blocks: int = 6
+    """Number of residual blocks in the trunk (>= 1)."""
     filters: int = 64
+    """Channels of the stem, every residual block and the policy head's 3x3 convolution (>= 1)."""
     se_ratio: int = 0
+    """Squeeze-excitation reduction ratio. ``0`` disables SE; otherwise every block gets an
+    lc0-style SE unit with ``filters // se_ratio`` hidden units that outputs a per-channel
+    sigmoid scale and additive bias (needs ``se_ratio <= filters``)."""
     policy_encoding: str = "az4672"
+    """``"az4672"`` (73x8x8 logits, flattened) or ``"lc0_1858"`` (1858 logits gathered from the
+    4672 by the index vector of ``models.policy.get_policy_map("lc0_1858")``)."""
     value_channels: int = 32
+    """Output channels of the value head's 1x1 convolution (AlphaZero: 1, lc0: 32)."""
     value_hidden: int = 256
+    """Width of the value head's hidden fully connected layer (AlphaZero: 256)."""
     value_head: str = "scalar"
+    """``"scalar"`` (AlphaZero: one ``tanh`` value) or ``"wdl"`` (lc0: three logits,
+    win/draw/loss for the side to move, trained with cross-entropy; the value the search sees is
+    ``W - L``)."""
     soft_policy: bool = False
+    """KataGo's auxiliary soft-policy output: a second set of policy logits trained on the policy
+    target raised to 1/4 and renormalised (``train.soft_policy_weight``); the search never reads
+    it."""
     moves_left: bool = False
+    """add lc0's moves-left head (plies to the game's end, its value and hidden sizes those of
+    the value head); the search can use it (``search.moves_left_*``)."""
 
     def __post_init__(self) -> None:
         """Validate every field; errors name the field and the bad value."""

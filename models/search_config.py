@@ -40,75 +40,6 @@ GumbelNoise = Mapping[chess.Move, float]
 class SearchConfig:
     """PUCT search parameters.
 
-    Attributes:
-        num_simulations: visits at the root after a search; the visits kept
-            by tree reuse count towards them (lc0, KataGo).
-        c_puct_init: c_init of AlphaZero's growing exploration constant
-            ``c(s) = c_init + log((1 + N + c_base) / c_base)``.
-        c_puct_base: c_base of that formula.
-        fpu_mode: first-play urgency of unvisited moves: ``relative`` uses the
-            parent's Q minus ``fpu_value`` (lc0, minigo); ``absolute`` uses
-            ``fpu_value`` itself (0 is OpenSpiel's choice, -1 is "assume a loss").
-        fpu_value: the reduction (relative) or the value (absolute).
-        dirichlet_alpha: alpha of the root Dirichlet noise (0.3 for chess).
-        dirichlet_epsilon: weight of the noise in the root priors (0.25).
-        temperature: tau for the opening plies of self-play: moves are sampled
-            with probability proportional to N^(1/tau).
-        temperature_plies: plies played with ``temperature``; later plies take
-            the most visited move.
-        leaves_per_batch: leaves one tree collects (virtual loss) before the
-            evaluator is called.
-        virtual_loss: visits counted as losses on a path while its leaf waits.
-        cache_size: entries of the evaluation cache (0 disables it).
-        algorithm: ``puct`` (AlphaZero) or ``gumbel`` (Gumbel AlphaZero,
-            Danihelka et al. 2022, mctx's ``gumbel_muzero_policy``): at the
-            root, Gumbel-top-k sampling of ``gumbel_considered`` moves and
-            sequential halving over them within ``num_simulations``; below
-            it, the deterministic selection argmax(pi' - N / (1 + sum N));
-            the move played is the halving winner and the training target is
-            the improved policy softmax(logits + sigma(completed Q)).  The
-            Gumbel noise (with ``add_noise``) replaces the Dirichlet noise and
-            there is no temperature.  Visits kept by tree reuse do not count
-            towards a Gumbel search: each runs ``num_simulations`` new ones.
-        gumbel_considered: moves sampled at the root (m; mctx's 16).
-        gumbel_scale: scale of the Gumbel noise (1.0; 0 = deterministic).
-        gumbel_c_visit: c_visit of sigma(q) = (c_visit + max N) * c_scale * q (50).
-        gumbel_c_scale: c_scale of that formula (0.1).
-        solver: MCTS-solver: checkmates and draws found by the search are
-            proven and propagate up the tree (a position is won when a move
-            leads to a proven loss of the opponent, lost when every move
-            leads to a proven win of the opponent, drawn when every move is
-            proven and the best is a draw); proven nodes back up their exact
-            value, selection never enters a proven loss when another move
-            exists, and a proven win is the best move.
-        solver_threats: with ``solver``, expanding a node also plays out
-            each move that does not mate at once and proves it lost when the
-            opponent then has a mate in one (its child is proven won for the
-            opponent in 1 ply; the mover sees a loss in 2).  A node whose
-            every move allows a mate in one is then proven lost, so a mate in
-            2 is seen one level higher.  Costs a legal-move generation per
-            move and per checking reply at each expansion; off by default.
-        twofold_draw: a position below the root that occurred before (in
-            the game or on the path from the root) is scored as a draw, as
-            lc0's two-fold draws: a net that is ahead then sees no value in
-            repeating, one behind sees the draw a repetition offers.  Not a
-            proven draw (the opponent may still deviate); playing into such
-            a child starts its subtree afresh.  Off by default.
-        backend: ``native`` (the C++ core in ``models/native``, through
-            :mod:`models.native_tree`: the default, used by self-play,
-            players, UCI and ``zerochess analyse``) or ``python``
-            (:mod:`models.search_tree`: the readable reference, for debugging
-            and for comparing the two).  An evaluator that only implements
-            ``evaluate(leaves)`` (no ``evaluate_batch``) is always searched by
-            the python backend.
-        moves_left_threshold: |Q| of a node above which the moves-left
-            utility applies to its children (lc0's moves-left head in the
-            search); in [0, 1).
-        moves_left_slope: utility per ply of difference between a child's
-            moves left and its parent's (e.g. 0.0027); 0 (the default)
-            disables the utility.
-        moves_left_cap: the largest utility, either sign (e.g. 0.2).
-
     The moves-left utility (:func:`models.search_rules.moves_left_utility`):
     at a node whose mean value Q (its side to move's view) has |Q| above
     ``moves_left_threshold``, each visited child's selection score Q + U
@@ -128,29 +59,82 @@ class SearchConfig:
     """
 
     num_simulations: int = 200
+    """visits at the root after a search; the visits kept by tree reuse count towards them (lc0,
+    KataGo)."""
     c_puct_init: float = 1.25
+    """c_init of AlphaZero's growing exploration constant ``c(s) = c_init + log((1 + N + c_base)
+    / c_base)``."""
     c_puct_base: float = 19652.0
+    """c_base of that formula."""
     fpu_mode: str = "relative"
+    """first-play urgency of unvisited moves: ``relative`` uses the parent's Q minus
+    ``fpu_value`` (lc0, minigo); ``absolute`` uses ``fpu_value`` itself (0 is OpenSpiel's choice,
+    -1 is "assume a loss")."""
     fpu_value: float = 0.25
+    """the reduction (relative) or the value (absolute)."""
     dirichlet_alpha: float = 0.3
+    """alpha of the root Dirichlet noise (0.3 for chess)."""
     dirichlet_epsilon: float = 0.25
+    """weight of the noise in the root priors (0.25)."""
     temperature: float = 1.0
+    """tau for the opening plies of self-play: moves are sampled with probability proportional to
+    N^(1/tau)."""
     temperature_plies: int = 30
+    """plies played with ``temperature``; later plies take the most visited move."""
     leaves_per_batch: int = 8
+    """leaves one tree collects (virtual loss) before the evaluator is called."""
     virtual_loss: float = 1.0
+    """visits counted as losses on a path while its leaf waits."""
     cache_size: int = 200_000
+    """entries of the evaluation cache (0 disables it)."""
     backend: str = "native"
+    """``native`` (the C++ core in ``models/native``, through :mod:`models.native_tree`: the
+    default, used by self-play, players, UCI and ``zerochess analyse``) or ``python``
+    (:mod:`models.search_tree`: the readable reference, for debugging and for comparing the two).
+    An evaluator that only implements ``evaluate(leaves)`` (no ``evaluate_batch``) is always
+    searched by the python backend."""
     algorithm: str = "puct"
+    """``puct`` (AlphaZero) or ``gumbel`` (Gumbel AlphaZero, Danihelka et al. 2022, mctx's
+    ``gumbel_muzero_policy``): at the root, Gumbel-top-k sampling of ``gumbel_considered`` moves
+    and sequential halving over them within ``num_simulations``; below it, the deterministic
+    selection argmax(pi' - N / (1 + sum N)); the move played is the halving winner and the
+    training target is the improved policy softmax(logits + sigma(completed Q)).  The Gumbel
+    noise (with ``add_noise``) replaces the Dirichlet noise and there is no temperature.  Visits
+    kept by tree reuse do not count towards a Gumbel search: each runs ``num_simulations`` new
+    ones."""
     gumbel_considered: int = 16
+    """moves sampled at the root (m; mctx's 16)."""
     gumbel_scale: float = 1.0
+    """scale of the Gumbel noise (1.0; 0 = deterministic)."""
     gumbel_c_visit: float = 50.0
+    """c_visit of sigma(q) = (c_visit + max N) * c_scale * q (50)."""
     gumbel_c_scale: float = 0.1
+    """c_scale of that formula (0.1)."""
     solver: bool = True
+    """MCTS-solver: checkmates and draws found by the search are proven and propagate up the tree
+    (a position is won when a move leads to a proven loss of the opponent, lost when every move
+    leads to a proven win of the opponent, drawn when every move is proven and the best is a
+    draw); proven nodes back up their exact value, selection never enters a proven loss when
+    another move exists, and a proven win is the best move."""
     solver_threats: bool = False
+    """with ``solver``, expanding a node also plays out each move that does not mate at once and
+    proves it lost when the opponent then has a mate in one (its child is proven won for the
+    opponent in 1 ply; the mover sees a loss in 2).  A node whose every move allows a mate in one
+    is then proven lost, so a mate in 2 is seen one level higher.  Costs a legal-move generation
+    per move and per checking reply at each expansion; off by default."""
     twofold_draw: bool = False
+    """a position below the root that occurred before (in the game or on the path from the root)
+    is scored as a draw, as lc0's two-fold draws: a net that is ahead then sees no value in
+    repeating, one behind sees the draw a repetition offers.  Not a proven draw (the opponent may
+    still deviate); playing into such a child starts its subtree afresh.  Off by default."""
     moves_left_threshold: float = 0.8
+    """|Q| of a node above which the moves-left utility applies to its children (lc0's moves-left
+    head in the search); in [0, 1)."""
     moves_left_slope: float = 0.0
+    """utility per ply of difference between a child's moves left and its parent's (e.g. 0.0027);
+    0 (the default) disables the utility."""
     moves_left_cap: float = 0.2
+    """the largest utility, either sign (e.g. 0.2)."""
 
     def __post_init__(self) -> None:
         positive = {

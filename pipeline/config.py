@@ -41,17 +41,14 @@ __all__ = ["Config", "ConfigError", "DemoConfig", "GatingConfig", "RunConfig", "
 
 @dataclass(frozen=True)
 class DemoConfig:
-    """The short self-play demo that ``make demo`` runs.
-
-    Attributes:
-        games: games played side by side (their leaves share each network batch).
-        max_plies: plies per demo game before it is adjudicated a draw.
-        simulations: simulations per move in the demo.
-    """
+    """The short self-play demo that ``make demo`` runs."""
 
     games: int = 4
+    """games played side by side (their leaves share each network batch)."""
     max_plies: int = 60
+    """plies per demo game before it is adjudicated a draw."""
     simulations: int = 64
+    """simulations per move in the demo."""
 
     def __post_init__(self) -> None:
         check_at_least("demo", self, ("games", "max_plies", "simulations"), 1)

@@ -13,82 +13,67 @@ MODES = ("sync", "async")
 
 @dataclass(frozen=True)
 class RunConfig:
-    """The loop: self-play -> training -> gating, in generations or all at once.
-
-    Attributes:
-        mode: ``sync``: generation after generation (self-play, then training,
-            then the gate; ``actors/loop.py``); ``async``: a self-play pool,
-            a trainer and a gatekeeper run at the same time
-            (``actors/async_loop.py``).
-        generations: sync: generations to play; async: candidates the trainer
-            exports (and the gatekeeper gates) before the run ends.  A rerun
-            continues up to this count.  0: no count, the run ends when
-            ``hours`` is spent (which must then be > 0).
-        hours: wall-clock budget of the whole loop in hours, across resumes
-            (``zerochess run --hours``; :mod:`pipeline.loop.budget`); 0: none.
-            With ``generations`` too, whichever comes first ends the run: the
-            sync loop finishes the generation in progress, the async loop
-            stops feeding its roles and drains.  A finished run resumed with a
-            larger budget goes on.
-        games_per_generation: sync: self-play games per generation; async:
-            games the pool plays before the trainer starts (the first window).
-        model_name: MLflow registered model the promoted nets are versions of
-            (the latest promoted carries the alias ``champion``).
-        shards: where the self-play shards go: a folder or a pyarrow
-            filesystem URI (``s3://bucket/run/shards``, ``gs://...``,
-            ``file:///...``); empty: ``OUT/shards``.  The async loop needs a
-            folder every role can read (shared storage on a cluster).
-        candidate_every_steps: async: optimizer steps between two candidates
-            the trainer exports for gating.
-        train_samples_per_position: async: the trainer's ratio control
-            (KataGo): it trains at most this many samples (steps x batch
-            size) per training position self-play has produced, and waits
-            when it is ahead; when self-play produces faster than the trainer
-            consumes, the status and the trainer's metrics say so.
-        trainer_cpus: async: Ray ``num_cpus`` of the trainer actor.
-        trainer_gpus: async: Ray ``num_gpus`` of the trainer actor (at most
-            1: the async trainer trains on one device, no DDP).
-        trainer_resource: async: a custom Ray resource the trainer actor
-            needs one unit of (``trainer`` on a cluster whose training node
-            declares it); empty: none.
-        selfplay_resource: async: a custom Ray resource each self-play actor
-            needs one unit of (``selfplay`` on the self-play nodes); empty: none.
-        gate_cpus: async: Ray ``num_cpus`` of the gatekeeper actor (it only
-            coordinates: its match actors take ``gating``'s resources).
-        gate_resource: async: a custom Ray resource of the gatekeeper actor;
-            empty: none.
-        gates_in_flight: async: candidates gated at the same time (a newer
-            candidate waits while this many are being gated).
-        role_max_restarts: async: times the trainer or the gatekeeper is
-            started again after its process or node died (the trainer resumes
-            from its checkpoint, the gatekeeper gates the candidate again).
-        retain_positions: shard retention for long runs (both modes): once
-            this many training positions lie in newer shards, an older shard
-            is removed (``OUT/retention.jsonl`` lists it, so a resumed run
-            does not play it again); never a shard not yet validated, one in
-            a replay window still in use, or one among the newest
-            ``retain_positions`` training positions.  0 keeps every shard.
-            Must be 0 or at least ``train.window_positions``, and 0 with
-            ``train.window_growth`` > 0 (:func:`check_retention`).
-    """
+    """The loop: self-play -> training -> gating, in generations or all at once."""
 
     mode: str = "sync"
+    """``sync``: generation after generation (self-play, then training, then the gate;
+    ``actors/loop.py``); ``async``: a self-play pool, a trainer and a gatekeeper run at the same
+    time (``actors/async_loop.py``)."""
     generations: int = 10
+    """sync: generations to play; async: candidates the trainer exports (and the gatekeeper
+    gates) before the run ends.  A rerun continues up to this count.  0: no count, the run ends
+    when ``hours`` is spent (which must then be > 0)."""
     hours: float = 0.0
+    """wall-clock budget of the whole loop in hours, across resumes (``zerochess run --hours``;
+    :mod:`pipeline.loop.budget`); 0: none. With ``generations`` too, whichever comes first ends
+    the run: the sync loop finishes the generation in progress, the async loop stops feeding its
+    roles and drains.  A finished run resumed with a larger budget goes on."""
     games_per_generation: int = 128
+    """sync: self-play games per generation; async: games the pool plays before the trainer
+    starts (the first window)."""
     model_name: str = "zerochess"
+    """MLflow registered model the promoted nets are versions of (the latest promoted carries the
+    alias ``champion``)."""
     shards: str = ""
+    """where the self-play shards go: a folder or a pyarrow filesystem URI
+    (``s3://bucket/run/shards``, ``gs://...``, ``file:///...``); empty: ``OUT/shards``.  The
+    async loop needs a folder every role can read (shared storage on a cluster)."""
     candidate_every_steps: int = 200
+    """async: optimizer steps between two candidates the trainer exports for gating."""
     train_samples_per_position: float = 4.0
+    """async: the trainer's ratio control (KataGo): it trains at most this many samples (steps x
+    batch size) per training position self-play has produced, and waits when it is ahead; when
+    self-play produces faster than the trainer consumes, the status and the trainer's metrics say
+    so."""
     trainer_cpus: float = 1.0
+    """async: Ray ``num_cpus`` of the trainer actor."""
     trainer_gpus: float = 0.0
+    """async: Ray ``num_gpus`` of the trainer actor (at most 1: the async trainer trains on one
+    device, no DDP)."""
     trainer_resource: str = ""
+    """async: a custom Ray resource the trainer actor needs one unit of (``trainer`` on a cluster
+    whose training node declares it); empty: none."""
     selfplay_resource: str = ""
+    """async: a custom Ray resource each self-play actor needs one unit of (``selfplay`` on the
+    self-play nodes); empty: none."""
     gate_cpus: float = 0.0
+    """async: Ray ``num_cpus`` of the gatekeeper actor (it only coordinates: its match actors
+    take ``gating``'s resources)."""
     gate_resource: str = ""
+    """async: a custom Ray resource of the gatekeeper actor; empty: none."""
     gates_in_flight: int = 1
+    """async: candidates gated at the same time (a newer candidate waits while this many are
+    being gated)."""
     role_max_restarts: int = 3
+    """async: times the trainer or the gatekeeper is started again after its process or node died
+    (the trainer resumes from its checkpoint, the gatekeeper gates the candidate again)."""
     retain_positions: int = 0
+    """shard retention for long runs (both modes): once this many training positions lie in newer
+    shards, an older shard is removed (``OUT/retention.jsonl`` lists it, so a resumed run does
+    not play it again); never a shard not yet validated, one in a replay window still in use, or
+    one among the newest ``retain_positions`` training positions.  0 keeps every shard. Must be 0
+    or at least ``train.window_positions``, and 0 with ``train.window_growth`` > 0
+    (:func:`check_retention`)."""
 
     def __post_init__(self) -> None:
         require_one_of("run.mode", self.mode, MODES)

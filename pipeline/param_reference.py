@@ -12,9 +12,11 @@ committed page and the code disagree.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import inspect
 import re
+import textwrap
 import typing
 from dataclasses import MISSING, Field
 from pathlib import Path
@@ -24,7 +26,6 @@ from pipeline.config import Config, flatten, load_config
 
 __all__ = ["ParamDoc", "field_docs", "param_docs", "parameters_page"]
 
-_ENTRY = re.compile(r"^(?P<names>[a-z_][a-z0-9_]*(?:, [a-z_][a-z0-9_]*)*): (?P<text>.*)$")
 _ROLE = re.compile(r":(?:mod|func|class|data|meth|attr):(?=`)")
 """A Sphinx role before a code span (``:mod:`x` ``): Markdown shows the span alone."""
 _PROBES: dict[type, tuple[Any, ...]] = {
@@ -44,7 +45,7 @@ class ParamDoc:
         default: the embedded default (``--params none``).
         value: its value in ``params.yaml``.
         rule: the condition its validation states, or empty.
-        text: the description from the dataclass's docstring.
+        text: the description: the docstring under the field.
     """
 
     key: str
@@ -56,34 +57,29 @@ class ParamDoc:
 
 
 def field_docs(cls: type) -> dict[str, str]:
-    """``{field: description}`` from the ``Attributes:`` sections of ``cls`` and its bases."""
+    """``{field: description}``: the docstring under each field of ``cls`` and
+    its dataclass bases (an attribute docstring, as Sphinx and mkdocstrings read it)."""
     docs: dict[str, str] = {}
     for klass in reversed(cls.__mro__):
-        docs.update(_attributes(inspect.getdoc(klass) or ""))
+        if dataclasses.is_dataclass(klass):
+            docs.update(_attribute_docstrings(klass))
     return docs
 
 
-def _attributes(docstring: str) -> dict[str, str]:
-    entries: dict[str, list[str]] = {}
-    inside, current, indent = False, None, 0
-    for line in docstring.splitlines():
-        if line.strip() == "Attributes:":
-            inside, indent = True, len(line) - len(line.lstrip()) + 4
-            continue
-        if not inside:
-            continue
-        if line.strip() and len(line) - len(line.lstrip()) < indent:
-            inside, current = False, None
-            continue
-        match = _ENTRY.match(line[indent:]) if len(line) - len(line.lstrip()) == indent else None
-        if match:
-            current = match["names"].split(", ")
-            for name in current:
-                entries[name] = [match["text"]]
-        elif current and line.strip():
-            for name in current:
-                entries[name].append(line.strip())
-    return {name: " ".join(words) for name, words in entries.items()}
+def _attribute_docstrings(klass: type) -> dict[str, str]:
+    try:
+        source = textwrap.dedent(inspect.getsource(klass))
+    except (OSError, TypeError):  # no source (a built-in, an interactive class)
+        return {}
+    body = ast.parse(source).body[0].body  # type: ignore[attr-defined]
+    docs = {}
+    for field, after in zip(body, body[1:]):
+        if (isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name)
+                and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)):  # fmt: skip
+            lines = inspect.cleandoc(after.value.value).splitlines()
+            docs[field.target.id] = " ".join(line.strip() for line in lines if line.strip())
+    return docs
 
 
 def _kind(field: Field[Any], hints: dict[str, Any]) -> str:

@@ -82,118 +82,82 @@ def check_curriculum_measure(stages: Sequence[CurriculumStage], measure: str) ->
 @dataclass(frozen=True)
 class SelfPlayConfig(SelfPlayRules):
     """Self-play games and the workers that play them: the rules of the games
-    (the fields of :class:`models.driver_settings.SelfPlayRules`, documented
-    here) and how they are played.
-
-    Attributes:
-        games_per_task: games one worker task plays side by side (their
-            leaves share each network batch) and writes as one shard.
-        overlap_inference: python backend (``search.backend: python``):
-            split the games into two lanes so the network evaluates one
-            lane's leaves while the search works on the other's.  Worth it
-            when the network runs on a GPU; on a 2-core CPU the two compete
-            for the cores (see ``bench/selfplay.py``).  The native backend
-            always has two lanes and overlaps them when this is true or the
-            network runs on CUDA; on a CPU it evaluates them in turn
-            (measured: +15-18% evaluations/s, network-bound share 0.98-1.00
-            against 0.84-0.94 with the 2x32 net on 2 cores).
-        search_threads: C++ threads of the native search that drive one
-            worker's games (``search.backend: native``; the python backend
-            searches on one thread).  1 on a small CPU, where the network
-            needs the cores; 4-8 per GPU actor, with enough games in flight
-            (``games_per_task``) to fill both the threads and the batches.
-        max_plies: a game reaching this many plies ends as a draw
-            (termination ``max_plies``).
-        full_search_prob: playout cap randomization (KataGo): the share of
-            moves searched with ``search.num_simulations`` and recorded as
-            training targets; the others get ``fast_simulations``, no noise,
-            and are stored with ``full_search = false``.  1.0 turns it off.
-        fast_simulations: simulations of a fast (cheap) search.
-        resign_threshold: a side resigns when its root value stays below this
-            for ``resign_plies`` consecutive own moves; -1 disables resigning.
-        resign_plies: consecutive own moves below the threshold to resign.
-        resign_playthrough: share of games where resigning is disabled, to
-            measure how often a resignation would have been wrong.
-        draw_adjudication_plies: not AlphaZero (lc0/KataGo practice): a game
-            of at least this many plies whose root |q| stayed below
-            ``draw_adjudication_q`` for its last ``draw_adjudication_window``
-            plies (either side's searches) ends as a draw, z = 0
-            (termination ``draw_adjudicated``); 0 turns it off.
-        draw_adjudication_window: consecutive plies of small root |q| that
-            adjudicate a draw.
-        draw_adjudication_q: root |q| below which a ply counts as drawish.
-        draw_adjudication_playthrough: share of games where draw adjudication
-            is disabled, to measure how often an adjudicated draw would have
-            been a decisive game (``false_draws``).
-        start_positions: EPD or FEN file (one position a line, ``#`` starts a
-            comment) to draw start positions from; empty for the standard start.
-        random_plies: uniformly random moves played from the start position
-            before the game is recorded, for diversity.
-        seed: seed for noise, temperature sampling and start positions.
-        device: ``auto`` (CUDA when present, else CPU), ``cpu`` or ``cuda``.
-        precision: number format of the network's forward: ``auto`` (bf16
-            autocast on CUDA; on a CPU, bf16 only where it computes bf16
-            natively, AMX-BF16 or AVX512-BF16, and a start-up calibration
-            shows it faster; else fp32), ``fp32`` or ``bf16``
-            (:mod:`models.precision`).  Reduced precision differs from CPU
-            to CPU: the tiny preset (DVC, tests) pins ``fp32``.  Also the
-            default of ``zerochess uci``/``play``/``analyse --precision``.
-        compile: the inference graph (:mod:`models.inference_net`):
-            ``auto`` (``jit`` on a CPU, ``eager`` on CUDA), ``eager`` (eager,
-            batch norm folded), ``jit`` (traced and frozen: +5-10% over
-            ``eager`` measured with both CPU nets, built in under a second) or
-            ``inductor`` (``torch.compile``, one graph per batch-size bucket,
-            ~10 s to build each on 2 cores).  A failed compilation falls
-            back to ``eager`` with a warning.
-        workers: self-play actors on Ray.
-        cpus_per_worker: Ray ``num_cpus`` of each actor.
-        gpus_per_worker: Ray ``num_gpus`` of each actor (fractions share a GPU).
-        threads_per_worker: ``torch.set_num_threads`` inside each actor.
-        max_restarts: Ray restarts of a dead actor.
-        max_task_retries: Ray retries of a task whose actor died.
-        adjudicate_material: not zero-knowledge (a deviation from AlphaZero,
-            which draws every game at its length limit): a game reaching
-            ``max_plies`` is won by the side ahead by at least
-            ``material_margin`` points (P1 N3 B3 R5 Q9), else drawn;
-            termination ``material`` (:mod:`pipeline.selfplay.adjudication`).
-        material_margin: points ahead that win a material adjudication.
-        adjudicate_stockfish: not zero-knowledge: a game reaching
-            ``max_plies`` is scored by a short Stockfish search of its final
-            position: a win beyond ``stockfish_adjudication_cp`` (or a mate
-            score), else a draw; termination ``stockfish_adjudication``.
-            Stockfish missing is an error before the games start.
-        stockfish_adjudication_cp: centipawns beyond which Stockfish's score wins.
-        stockfish_adjudication_nodes: nodes of that Stockfish search.
-        stockfish_path: Stockfish binary for the adjudication; empty:
-            ``stockfish`` on PATH, else ``/usr/games/stockfish``.
-        curriculum: not zero-knowledge: stages of endgame start positions,
-            mixed with full games, by generation (:mod:`pipeline.selfplay.curriculum`);
-            empty: every game from ``start_positions``.
-    """
+    (the fields of :class:`models.driver_settings.SelfPlayRules`) and how they
+    are played."""
 
     games_per_task: int = 64
+    """games one worker task plays side by side (their leaves share each network batch) and
+    writes as one shard."""
     overlap_inference: bool = False
+    """python backend (``search.backend: python``): split the games into two lanes so the network
+    evaluates one lane's leaves while the search works on the other's.  Worth it when the network
+    runs on a GPU; on a 2-core CPU the two compete for the cores (see ``bench/selfplay.py``).
+    The native backend always has two lanes and overlaps them when this is true or the network
+    runs on CUDA; on a CPU it evaluates them in turn (measured: +15-18% evaluations/s,
+    network-bound share 0.98-1.00 against 0.84-0.94 with the 2x32 net on 2 cores)."""
     search_threads: int = 1
+    """C++ threads of the native search that drive one worker's games (``search.backend:
+    native``; the python backend searches on one thread).  1 on a small CPU, where the network
+    needs the cores; 4-8 per GPU actor, with enough games in flight (``games_per_task``) to fill
+    both the threads and the batches."""
     max_plies: int = 512
+    """a game reaching this many plies ends as a draw (termination ``max_plies``)."""
     start_positions: str = ""
+    """EPD or FEN file (one position a line, ``#`` starts a comment) to draw start positions
+    from; empty for the standard start."""
     random_plies: int = 0
+    """uniformly random moves played from the start position before the game is recorded, for
+    diversity."""
     seed: int = 0
+    """seed for noise, temperature sampling and start positions."""
     device: str = "auto"
+    """``auto`` (CUDA when present, else CPU), ``cpu`` or ``cuda``."""
     precision: str = "auto"
+    """number format of the network's forward: ``auto`` (bf16 autocast on CUDA; on a CPU, bf16
+    only where it computes bf16 natively, AMX-BF16 or AVX512-BF16, and a start-up calibration
+    shows it faster; else fp32), ``fp32`` or ``bf16`` (:mod:`models.precision`).  Reduced
+    precision differs from CPU to CPU: the tiny preset (DVC, tests) pins ``fp32``.  Also the
+    default of ``zerochess uci``/``play``/``analyse --precision``."""
     compile: str = "auto"
+    """the inference graph (:mod:`models.inference_net`): ``auto`` (``jit`` on a CPU, ``eager``
+    on CUDA), ``eager`` (eager, batch norm folded), ``jit`` (traced and frozen: +5-10% over
+    ``eager`` measured with both CPU nets, built in under a second) or ``inductor``
+    (``torch.compile``, one graph per batch-size bucket, ~10 s to build each on 2 cores).  A
+    failed compilation falls back to ``eager`` with a warning."""
     workers: int = 2
+    """self-play actors on Ray."""
     cpus_per_worker: float = 1.0
+    """Ray ``num_cpus`` of each actor."""
     gpus_per_worker: float = 0.0
+    """Ray ``num_gpus`` of each actor (fractions share a GPU)."""
     threads_per_worker: int = 1
+    """``torch.set_num_threads`` inside each actor."""
     max_restarts: int = 3
+    """Ray restarts of a dead actor."""
     max_task_retries: int = 3
+    """Ray retries of a task whose actor died."""
     adjudicate_material: bool = False
+    """not zero-knowledge (a deviation from AlphaZero, which draws every game at its length
+    limit): a game reaching ``max_plies`` is won by the side ahead by at least
+    ``material_margin`` points (P1 N3 B3 R5 Q9), else drawn; termination ``material``
+    (:mod:`pipeline.selfplay.adjudication`)."""
     material_margin: int = 3
+    """points ahead that win a material adjudication."""
     adjudicate_stockfish: bool = False
+    """not zero-knowledge: a game reaching ``max_plies`` is scored by a short Stockfish search of
+    its final position: a win beyond ``stockfish_adjudication_cp`` (or a mate score), else a
+    draw; termination ``stockfish_adjudication``. Stockfish missing is an error before the games
+    start."""
     stockfish_adjudication_cp: int = 300
+    """centipawns beyond which Stockfish's score wins."""
     stockfish_adjudication_nodes: int = 20000
+    """nodes of that Stockfish search."""
     stockfish_path: str = ""
+    """Stockfish binary for the adjudication; empty: ``stockfish`` on PATH, else
+    ``/usr/games/stockfish``."""
     curriculum: tuple[CurriculumStage, ...] = ()
+    """not zero-knowledge: stages of endgame start positions, mixed with full games, by
+    generation (:mod:`pipeline.selfplay.curriculum`); empty: every game from ``start_positions``."""
 
     key_prefix: ClassVar[str] = "selfplay."
 

@@ -193,13 +193,7 @@ class PythonSelfPlay:
         if not config.resign_enabled:
             return False
         game.low_streak[side] = game.low_streak[side] + 1 if value < config.resign_threshold else 0
-        if game.low_streak[side] < config.resign_plies:
-            return False
-        if game.record.playthrough:
-            if game.record.would_resign is None:
-                game.record.would_resign = side
-            return False
-        return True
+        return game.low_streak[side] >= config.resign_plies and game.record.resigns(side)
 
     def _adjudicates_draw(self, game: _Game, value: float) -> bool:
         """Draw adjudication, after every ply that did not end the game
@@ -208,14 +202,9 @@ class PythonSelfPlay:
         if not config.draw_adjudication_enabled:
             return False
         game.quiet_streak = game.quiet_streak + 1 if abs(value) < config.draw_adjudication_q else 0
-        plies = len(game.record.plies)
-        if plies < config.draw_adjudication_plies or game.quiet_streak < config.draw_adjudication_window:
+        if len(game.record.plies) < config.draw_adjudication_plies or game.quiet_streak < config.draw_adjudication_window:
             return False
-        if game.record.draw_playthrough:
-            if game.record.would_draw is None:
-                game.record.would_draw = plies
-            return False
-        return True
+        return game.record.adjudicated_draw()
 
     def _finish(self, game: _Game) -> GameRecord:
         record = game.record

@@ -102,6 +102,20 @@ class GameRecord:
         """(move, root value, visits, full search) of each ply, for :meth:`to_pgn`."""
         return [(ply.move, ply.root_value, int(ply.visits.sum()), ply.full_search) for ply in self.plies]
 
+    def resigns(self, side: chess.Color) -> bool:
+        """Whether ``side`` resigns, now that its value calls for it: not in a
+        play-through game, which only notes the first side that would have."""
+        if self.playthrough:
+            self.would_resign = side if self.would_resign is None else self.would_resign
+        return not self.playthrough
+
+    def adjudicated_draw(self) -> bool:
+        """Whether the game is adjudicated a draw, now that the values call
+        for it: not in a draw play-through game, which notes when it would have been."""
+        if self.draw_playthrough:
+            self.would_draw = self.num_plies if self.would_draw is None else self.would_draw
+        return not self.draw_playthrough
+
     @property
     def false_resign(self) -> bool:
         """A play-through game in which the side that would have resigned did not lose."""

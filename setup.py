@@ -20,17 +20,20 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 SHIPPED = ("presets", "data")  # pipeline/resources.py's SHIPPED_FOLDERS
+RECIPE = "params.yaml"  # pipeline/resources.py's RECIPE_FILE
 
 
 class build_py_with_shipped(build_py):
-    """Copies presets/ and data/ into the built package as pipeline/_shipped/ (a wheel's copy of them)."""
+    """Copies presets/, data/ and params.yaml into the built package as
+    pipeline/_shipped/ (a wheel's copy of them)."""
 
     def run(self) -> None:
         super().run()
+        shipped = Path(self.build_lib) / "pipeline" / "_shipped"
         for name in SHIPPED:
-            target = Path(self.build_lib) / "pipeline" / "_shipped" / name
-            shutil.rmtree(target, ignore_errors=True)
-            shutil.copytree(name, target, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+            shutil.rmtree(shipped / name, ignore_errors=True)
+            shutil.copytree(name, shipped / name, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+        shutil.copyfile(RECIPE, shipped / RECIPE)
 
 ParallelCompile("ZEROCHESS_BUILD_JOBS", default=2).install()
 

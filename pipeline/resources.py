@@ -1,4 +1,5 @@
-"""Where the project's shipped files are: ``presets/`` and ``data/``.
+"""Where the project's shipped files are: ``presets/``, ``data/`` and the
+recipe, ``params.yaml``.
 
 In a source checkout (an editable install, or ``PYTHONPATH`` on the tree) they
 are the folders at the repository's top.  A wheel carries copies of them
@@ -12,10 +13,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["DATA_DIR", "PRESETS_DIR", "SHIPPED_FOLDERS", "project_file", "shipped_dir"]
+__all__ = ["DATA_DIR", "PRESETS_DIR", "RECIPE_FILE", "SHIPPED_FOLDERS", "project_file", "recipe_params", "shipped_dir"]
 
 SHIPPED_FOLDERS = ("presets", "data")
 """Top-level folders of the repository that a wheel carries."""
+
+RECIPE_FILE = "params.yaml"
+"""The project's parameter file (the measured recipe), which a wheel carries too."""
 
 _CHECKOUT = Path(__file__).resolve().parents[1]
 _PACKAGED = Path(__file__).resolve().parent / "_shipped"
@@ -45,3 +49,14 @@ def project_file(path: str | Path) -> Path:
         if shipped.exists():
             return shipped
     return relative
+
+
+def recipe_params() -> Path:
+    """The parameter file a command reads when ``--params`` is not given:
+    ``params.yaml`` of the working folder, else the project's own (the
+    checkout's, else the wheel's copy)."""
+    here = Path(RECIPE_FILE)
+    if here.is_file():
+        return here
+    in_checkout = _CHECKOUT / RECIPE_FILE
+    return in_checkout if in_checkout.is_file() else _PACKAGED / RECIPE_FILE

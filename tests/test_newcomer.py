@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -24,6 +25,7 @@ from pipeline.loop.ledger import write_best
 from pipeline.loop.tracker import Tracker
 from pipeline.training.tracking import ResumableMLFlowLogger
 from pipeline.uci.loading import load_player
+from tests.helpers import ROOT
 from tests.helpers.cli import child_env, run_zerochess, set_args
 from tests.helpers.nets import TINY_NET
 from zerochess.cli import build_parser, main
@@ -163,3 +165,25 @@ def test_a_training_runs_steps_continue_the_generations_before(tmp_path: Path) -
     logger.log_metrics({"loss/total": 1.2}, step=9)
     history = mlflow.MlflowClient(uri).get_metric_history(logger.run_id, "loss/total")
     assert [m.step for m in history] == [204, 209]
+
+
+def test_a_closed_pipe_ends_a_command_quietly() -> None:
+    """``zerochess params | head``: the reader leaves early; no error line."""
+    code = ("import sys\nimport zerochess.commands.params as command\nfrom zerochess.cli import main\n"
+            "def run(args):\n    raise BrokenPipeError(32, 'Broken pipe')\n"
+            "command.run = run\nsys.exit(main(['params']))\n")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert done.returncode == 141 and done.stderr == "", done.stderr
+
+
+def test_the_recipe_is_read_from_any_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without ``--params`` a command reads ``params.yaml`` of the working
+    folder, else the project's own (the checkout's here, a wheel's copy there)."""
+    from pipeline.resources import recipe_params
+    from zerochess.commands.common import params_file
+
+    monkeypatch.chdir(tmp_path)
+    assert recipe_params() == ROOT / "params.yaml"
+    assert params_file(None) == str(ROOT / "params.yaml") and params_file("none") is None
+    (tmp_path / "params.yaml").write_text("net:\n  blocks: 3\n")
+    assert params_file(None) == "params.yaml"

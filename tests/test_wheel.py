@@ -30,6 +30,7 @@ def test_an_installed_wheel_runs_the_tiny_loop_from_another_folder(tmp_path: Pat
     assert installed.returncode == 0, installed.stderr[-3000:]
     assert (target / "pipeline" / "_shipped" / "presets" / "tiny.yaml").is_file()
     assert (target / "pipeline" / "_shipped" / "data" / "openings.epd").is_file()
+    assert (target / "pipeline" / "_shipped" / "params.yaml").read_text() == (ROOT / "params.yaml").read_text()
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -38,7 +39,7 @@ def test_an_installed_wheel_runs_the_tiny_loop_from_another_folder(tmp_path: Pat
     env = {**env, "PYTHONPATH": str(target), "RAY_AUTH_MODE": "disabled"}
     where = _run([sys.executable, "-c", probe], elsewhere, env, 120)
     assert where.returncode == 0 and all(line.startswith(str(target)) for line in where.stdout.split()), where
-    run = _run([sys.executable, "-m", "zerochess", "run", "--params", "none", "--preset", "tiny", "--out", "runs/tiny",
-                "--no-live", "--set", "run.generations=1"], elsewhere, env, 1200)  # fmt: skip
+    run = _run([sys.executable, "-m", "zerochess", "run", "--preset", "tiny", "--out", "runs/tiny",
+                "--no-live", "--set", "run.generations=1"], elsewhere, env, 1200)  # fmt: skip  (the shipped params.yaml)
     assert run.returncode == 0, run.stderr[-3000:]
     assert (elsewhere / "runs" / "tiny" / "ledger.jsonl").is_file()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -179,6 +180,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"zerochess {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # zerochess params | head: the reader has all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
+        return 141
     except Exception as error:  # noqa: BLE001 - sorted into user errors and bugs below
         if not user_error(error):
             raise

@@ -14,9 +14,9 @@ if TYPE_CHECKING:  # pipeline.config imports torch (through models.net): only wh
 def add_params_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--params",
-        default="params.yaml",
-        help="parameter file (default: params.yaml; 'none' for the embedded defaults)",
-    )
+        help="parameter file (default: params.yaml of the working folder, else the project's own, the recipe; "
+             "'none' for the embedded defaults)",
+    )  # fmt: skip
     parser.add_argument("--preset", help="merge presets/NAME.yaml over the params (tiny, cpu, demo, gpu, cluster, endgame)")
     add_set_argument(parser)
 
@@ -35,11 +35,22 @@ def add_ray_argument(parser: argparse.ArgumentParser, text: str = RAY_ADDRESS_HE
     parser.add_argument("--ray-address", help=text)
 
 
+def params_file(value: str | None) -> str | None:
+    """``--params``: None for ``none`` (the embedded defaults); when not given,
+    ``params.yaml`` of the working folder, else the project's own."""
+    if value == "none":
+        return None
+    if value is None:
+        from pipeline.resources import recipe_params
+
+        return str(recipe_params())
+    return value
+
+
 def config_from_args(args: argparse.Namespace) -> Config:
     from pipeline.config import load_config
 
-    path = None if args.params == "none" else args.params
-    return load_config(path, args.overrides, getattr(args, "preset", None))
+    return load_config(params_file(args.params), args.overrides, getattr(args, "preset", None))
 
 
 def print_event(console: Console, text: str) -> None:

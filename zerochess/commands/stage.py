@@ -264,7 +264,7 @@ def _params(args: argparse.Namespace) -> int:
 
     for stage in STAGE_READS:
         print(f"# {stage}\nparams:")
-        for source, keys in declared_params(stage, args.params, args.preset).items():
+        for source, keys in declared_params(stage, args.params or DVC_PARAMS, args.preset).items():
             lines = textwrap.wrap(", ".join(keys), width=88, break_on_hyphens=False)
             print(f"  - {source}: [" + "\n      ".join(lines) + "]")
     return 0
